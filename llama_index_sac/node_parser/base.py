@@ -1,0 +1,209 @@
+"""``SpanNodeParser``: the base of every node parser in this package.
+
+A subclass only decides *where to cut*: it returns ``(start, end)`` character spans into a text. This base turns the
+spans into LlamaIndex ``TextNode``s with exact ``start_char_idx``/``end_char_idx`` into the ORIGINAL document,
+SOURCE/PREVIOUS/NEXT relationships, inherited metadata and deterministic ids. Offsets are never searched for
+(LlamaIndex's ``NodeParser._postprocess_parsed_nodes`` uses ``str.find``, which points a repeated clause at its first
+occurrence; this class replaces that step).
+
+Chaining: when the input is itself a chunk (a ``TextNode`` with ``start_char_idx`` and a SOURCE document), the new
+nodes' offsets are shifted by the input's start and their SOURCE is the input's SOURCE, so offsets and SOURCE
+always refer to the original document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llama_index.core.bridge.pydantic import Field, field_serializer
+from llama_index.core.node_parser.interface import NodeParser
+from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.utils import get_tqdm_iterable
+
+from llama_index_sac.spans import Span
+
+__all__ = ["SpanNodeParser", "callable_identity"]
+
+
+def callable_identity(fn: Callable[..., Any] | None) -> str | None:
+    """A stable string naming a callable, for cache keys: ``module.qualname``, plus a hash of the code for lambdas
+    and nested functions (whose names alone do not tell two of them apart). ``None`` stays ``None``."""
+    if fn is None:
+        return None
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+    code = getattr(fn, "__code__", None)
+    if code is not None and ("<lambda>" in name or "<locals>" in name):
+        digest = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:12]
+        name = f"{name}#{digest}"
+    elif code is None and not hasattr(fn, "__qualname__"):
+        name = f"{name}:{fn!r}"
+    return name
+
+
+class SpanNodeParser(NodeParser):
+    """Base class: subclasses implement :meth:`_chunk_indices`, everything else is shared.
+
+    Node ids: with ``id_func=None`` (the default) a node's id is derived from the source document id, the span and
+    a hash of the parser's settings (``sha256``, formatted like a UUID), so the same input and settings give the
+    same ids in every run and process. A custom ``id_func(i, document)`` is called as in LlamaIndex.
+
+    Metadata and size: by default ``chunk_size`` (or the subclass's size limit) measures the chunk's own text, the
+    SAC paper's setting (500 characters of content; the document summary and metadata come on top). With
+    ``count_metadata=True`` the rendered metadata (the longer of the EMBED and LLM renderings; keys excluded from a
+    mode cost nothing in it) is reserved from the limit, as LlamaIndex's ``SentenceSplitter`` does.
+    """
+
+    id_func: Callable[[int, BaseNode], str] | None = Field(  # type: ignore[assignment]
+        default=None,
+        description="Node id function (i, document) -> str; None gives deterministic ids from (document id, span, "
+        "parser settings).",
+    )
+    count_metadata: bool = Field(
+        default=False,
+        description="Reserve room for the rendered metadata inside the size limit (LlamaIndex SentenceSplitter "
+        "behaviour). False: the limit measures the chunk text only (SAC paper setting).",
+    )
+
+    @field_serializer("id_func")
+    def _serialize_id_func(self, fn: Callable[..., Any] | None) -> str | None:
+        return callable_identity(fn)
+
+    # -- what subclasses implement ---------------------------------------------------------------------------
+    @abstractmethod
+    def _chunk_indices(self, text: str, reserve: int = 0) -> list[Span]:
+        """Spans of ``text`` with the size limit lowered by ``reserve`` (in the parser's length unit)."""
+
+    def _length(self, text: str) -> int:
+        """Length in the parser's unit (characters unless a subclass says otherwise)."""
+        return len(text)
+
+    def _size_limit(self) -> int:
+        """The size limit that ``count_metadata`` reserves room in."""
+        raise NotImplementedError(f"{type(self).__name__} does not support count_metadata=True")
+
+    def _chunk_indices_many(self, texts: list[str], reserves: list[int], show_progress: bool) -> list[list[Span]]:
+        """Spans for several texts; a subclass may batch work across documents (e.g. embeddings)."""
+        iterable = get_tqdm_iterable(list(zip(texts, reserves)), show_progress, "Parsing nodes")
+        return [self._chunk_indices(text, reserve) for text, reserve in iterable]
+
+    async def _achunk_indices_many(
+        self, texts: list[str], reserves: list[int], show_progress: bool
+    ) -> list[list[Span]]:
+        return self._chunk_indices_many(texts, reserves, show_progress)
+
+    # -- public, text level ----------------------------------------------------------------------------------
+    def chunk_indices(self, text: str) -> list[Span]:
+        """Chunks of ``text`` as ``(start, end)`` code-point spans, in order; ``text[start:end]`` is each chunk."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, got {type(text).__name__}")
+        return self._chunk_indices(text, 0)
+
+    def chunks(self, text: str) -> list[str]:
+        """Chunks of ``text`` as strings (``[text[s:e] for s, e in chunk_indices(text)]``)."""
+        return [text[start:end] for start, end in self.chunk_indices(text)]
+
+    def split_text(self, text: str) -> list[str]:
+        """Alias of :meth:`chunks`, the name LlamaIndex text splitters use."""
+        return self.chunks(text)
+
+    # -- LlamaIndex node parsing -----------------------------------------------------------------------------
+    def _metadata_reserve(self, node: BaseNode) -> int:
+        if not self.count_metadata:
+            return 0
+        reserve = 0
+        for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+            metadata_str = node.get_metadata_str(mode=mode)
+            if metadata_str:
+                rendered = node.text_template.format(metadata_str=metadata_str, content="")  # type: ignore[attr-defined]
+                reserve = max(reserve, self._length(rendered))
+        limit = self._size_limit()
+        if reserve >= limit:
+            raise ValueError(
+                f"Metadata length ({reserve}) is longer than chunk size ({limit}) for document {node.node_id!r}: "
+                "exclude long metadata keys from EMBED/LLM (excluded_embed_metadata_keys / "
+                "excluded_llm_metadata_keys), raise the chunk size, or set count_metadata=False."
+            )
+        return reserve
+
+    def _settings_hash(self) -> str:
+        settings = self.to_dict()
+        return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+
+    def _nodes_for(self, node: BaseNode, spans: list[Span], settings_hash: str) -> list[BaseNode]:
+        text = node.get_content(metadata_mode=MetadataMode.NONE)
+        if isinstance(node, TextNode) and not isinstance(node, Document) and node.source_node is not None:
+            # the input is itself a chunk: keep offsets and SOURCE relative to its original document
+            if node.start_char_idx is None:
+                raise ValueError(
+                    f"node {node.node_id!r} has a SOURCE document but no start_char_idx: its chunks' offsets could "
+                    "not refer to the original document"
+                )
+            offset, source_info = node.start_char_idx, node.source_node
+        else:
+            offset, source_info = 0, node.as_related_node_info()
+        nodes: list[BaseNode] = []
+        for i, (start, end) in enumerate(spans):
+            abs_start, abs_end = start + offset, end + offset
+            if self.id_func is None:
+                key = json.dumps([source_info.node_id, abs_start, abs_end, settings_hash])
+                digest = hashlib.sha256(key.encode()).hexdigest()
+                node_id = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+            else:
+                node_id = self.id_func(i, node)
+            metadata = dict(node.metadata) if self.include_metadata else {}
+            nodes.append(
+                TextNode(
+                    id_=node_id,
+                    text=text[start:end],
+                    start_char_idx=abs_start,
+                    end_char_idx=abs_end,
+                    metadata=metadata,
+                    excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
+                    excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
+                    metadata_seperator=node.metadata_separator,
+                    metadata_template=node.metadata_template,
+                    text_template=getattr(node, "text_template", TextNode.model_fields["text_template"].default),
+                    relationships={NodeRelationship.SOURCE: source_info},
+                )
+            )
+        return nodes
+
+    def _prepare(self, nodes: Sequence[BaseNode]) -> tuple[list[str], list[int]]:
+        texts = [node.get_content(metadata_mode=MetadataMode.NONE) for node in nodes]
+        reserves = [self._metadata_reserve(node) if text.strip() else 0 for node, text in zip(nodes, texts)]
+        return texts, reserves
+
+    def _assemble(self, nodes: Sequence[BaseNode], all_spans: list[list[Span]]) -> list[BaseNode]:
+        settings_hash = self._settings_hash()
+        out: list[BaseNode] = []
+        for node, spans in zip(nodes, all_spans):
+            out.extend(self._nodes_for(node, spans, settings_hash))
+        return out
+
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        texts, reserves = self._prepare(nodes)
+        return self._assemble(nodes, self._chunk_indices_many(texts, reserves, show_progress))
+
+    async def _aparse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        texts, reserves = self._prepare(nodes)
+        return self._assemble(nodes, await self._achunk_indices_many(texts, reserves, show_progress))
+
+    def _postprocess_parsed_nodes(
+        self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]
+    ) -> list[BaseNode]:
+        """PREVIOUS/NEXT links between consecutive nodes of the same source; offsets and metadata are already
+        exact (no ``str.find``)."""
+        if not self.include_prev_next_rel:
+            return nodes
+        for prev, cur in zip(nodes, nodes[1:]):
+            prev_src, cur_src = prev.source_node, cur.source_node
+            if prev_src is not None and cur_src is not None and prev_src.node_id == cur_src.node_id:
+                prev.relationships[NodeRelationship.NEXT] = cur.as_related_node_info()
+                cur.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
+        return nodes
