@@ -13,10 +13,11 @@ Choices this module makes (and its tests pin):
 * Greedy merge: from a chunk's start, the chunk ends at the furthest piece boundary that keeps it within
   ``chunk_size`` (measured by the length function on the exact slice). With character length this is one
   ``str.rfind`` per chunk, which is why this splitter is fast on long lines.
-* Overlap is made of whole pieces of the level being merged: the next chunk starts at the earliest piece boundary
-  that lies at most ``chunk_overlap`` before the previous end and still lets the next piece fit. No overlap is added
-  across a level change (the first sub-chunk of an over-long piece does not overlap the chunk before it); so overlap
-  is "up to" ``chunk_overlap``, never more.
+* Overlap: the next chunk starts at the earliest boundary that lies at most ``chunk_overlap`` before the previous
+  end and still lets the next piece fit, preferring whole pieces of the level being merged and falling back to the
+  finer levels (words, then characters) when no whole piece fits in the overlap; a whitespace-only overlap is not
+  used. No overlap is added where the next piece is itself too long (the first sub-chunk of an over-long piece
+  does not overlap the chunk before it); so overlap is "up to" ``chunk_overlap``, never more.
 * The last separator ``""`` cuts at character level, never inside a surrogate pair, a ``\\r\\n`` pair or before a
   combining mark / zero-width joiner / variation selector, unless a single such cluster is longer than ``chunk_size``
   (the size limit is the hard guarantee).
@@ -124,7 +125,8 @@ class _Splitter:
         """Sorted piece ends in ``(s, e]`` for ``level``; ``None`` when the fast character path applies."""
         sep, pattern = self.separators[level], self.patterns[level]
         if pattern is not None:
-            ends = sorted({m.end() for m in pattern.finditer(self.text, s, min(e + 256, len(self.text))) if s < m.end() < e})
+            matches = pattern.finditer(self.text, s, min(e + 256, len(self.text)))  # look-ahead may see past e
+            ends = sorted({m.end() for m in matches if s < m.end() < e})
         elif sep == "":
             ends = [i for i in range(s + 1, e) if _is_grapheme_boundary(self.text, i)]
         elif self.length is None:
@@ -216,14 +218,15 @@ class _Splitter:
         ``chunk_overlap`` and the next piece of this level still fitting after it; ``b`` (no overlap) if none.
 
         Boundaries of this level are preferred (whole pieces); when none qualifies (say, every sentence is longer
-        than the overlap), the finer levels are tried in order (words, then characters)."""
+        than the overlap), the finer levels are tried in order (words, then characters). An overlap of whitespace
+        only is never used."""
         sep = self.separators[level]
         nb = self.next_end(ends, sep, b, e)
         lo = max(p + 1, b - self.overlap) if self.length is None else p + 1
         for lvl in range(level, len(self.separators)):
             cands = ends if lvl == level else self.boundaries(lvl, lo - 1, b + 1)
             for q in self.boundaries_between(cands, self.separators[lvl], lo, b):
-                if self.within_overlap(q, b) and self.fits(q, nb):
+                if self.within_overlap(q, b) and self.fits(q, nb) and not self.text[q:b].isspace():
                     return q
         return b
 
@@ -330,7 +333,9 @@ def recursive_chunk_spans(
     if chunk_size <= 0:
         raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
     if chunk_overlap < 0 or chunk_overlap >= chunk_size:
-        raise ValueError(f"chunk_overlap must satisfy 0 <= chunk_overlap < chunk_size ({chunk_size}), got {chunk_overlap}")
+        raise ValueError(
+            f"chunk_overlap must satisfy 0 <= chunk_overlap < chunk_size ({chunk_size}), got {chunk_overlap}"
+        )
     if not separators:
         raise ValueError("separators must not be empty")
     patterns: list[re.Pattern[str] | None] = []

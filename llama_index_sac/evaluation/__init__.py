@@ -1,0 +1,1 @@
+"""Retrieval evaluation: span metrics, the evaluator, the benchmark runner and its reports."""
