@@ -192,10 +192,17 @@ def embedding_token_counter(embed_model: BaseEmbedding) -> Callable[[str], int] 
     if tokenizer is None:
         return None
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None and hasattr(backend, "encode"):
-        # the Rust tokenizer: no "sequence longer than maximum" warning, no truncation
+    if backend is not None and hasattr(backend, "to_str"):
+        # a copy of the Rust tokenizer with truncation and padding off (sentence-transformers turns truncation on
+        # at max_seq_length, which would hide exactly the overflow we want to see); no length warning either
+        from tokenizers import Tokenizer
+
+        untruncated = Tokenizer.from_str(backend.to_str())
+        untruncated.no_truncation()
+        untruncated.no_padding()
+
         def count_fast(text: str) -> int:
-            return len(backend.encode(text).ids)
+            return len(untruncated.encode(text).ids)
 
         return count_fast
 

@@ -120,8 +120,8 @@ class LegalBenchRAGLayout:
         else:
             assert self.corpus_archive is not None
             with tarfile.open(self.corpus_archive, "r:*") as tar:
-                out = [rel for rel in (_archive_rel(m) for m in tar.getmembers() if m.isfile()) if rel is not None]
-            out = [rel for rel in out if rel.endswith(".txt") and PurePosixPath(rel).parts[0] in wanted]
+                rels = [_archive_rel(m) for m in tar.getmembers() if m.isfile()]
+            out = [rel for rel in rels if rel and rel.endswith(".txt") and PurePosixPath(rel).parts[0] in wanted]
         return sorted(out)
 
     def read_documents(self, paths: Iterable[str]) -> dict[str, str]:
@@ -129,10 +129,10 @@ class LegalBenchRAGLayout:
         wanted = set(paths)
         texts: dict[str, str] = {}
         if self.corpus_dir is not None:
-            for rel in sorted(wanted):
-                path = self.corpus_dir / rel
+            for name in sorted(wanted):
+                path = self.corpus_dir / name
                 if path.is_file():
-                    texts[rel] = _decode(path.read_bytes(), str(path))
+                    texts[name] = _decode(path.read_bytes(), str(path))
             return texts
         assert self.corpus_archive is not None
         with tarfile.open(self.corpus_archive, "r:*") as tar:
@@ -276,7 +276,10 @@ def load_legalbenchrag(
     unknown = [d for d in selected if d not in available]
     if unknown:
         raise LegalBenchRAGError(
-            [f"unknown dataset(s) {', '.join(unknown)} in {layout.benchmarks_dir}: available are {', '.join(available)}"]
+            [
+                f"unknown dataset(s) {', '.join(unknown)} in {layout.benchmarks_dir}: "
+                f"available are {', '.join(available)}"
+            ]
         )
 
     problems: list[str] = []
@@ -298,8 +301,8 @@ def load_legalbenchrag(
         else:
             indices = list(range(len(tests)))
         chosen.extend((path, dataset, i, tests[i]) for i in indices)
-    if problems:
-        raise LegalBenchRAGError(problems)
+    # files with structural problems are left out of `chosen`; the others are still checked against the corpus,
+    # so one error lists every problem found
 
     referenced = {s["file_path"] for _, _, _, t in chosen for s in t["snippets"]}
     if scope == "all":

@@ -1,1 +1,49 @@
 """Retrieval evaluation: span metrics, the evaluator, the benchmark runner and its reports."""
+
+from llama_index_sac.evaluation.evaluator import (
+    DRMMetric,
+    EvaluationResult,
+    NodeLocationError,
+    QueryRecord,
+    RetrievalQualityEvaluator,
+    SpanPrecisionMetric,
+    SpanRecallMetric,
+    gold_span_id,
+    locate_node,
+    node_locations,
+)
+from llama_index_sac.evaluation.metrics import (
+    DEFAULT_KS,
+    LocatedSpan,
+    QueryScores,
+    aggregate,
+    document_retrieval_mismatch,
+    hit_rate,
+    reciprocal_rank,
+    score_query,
+    span_precision,
+    span_recall,
+)
+
+__all__ = [
+    "DEFAULT_KS",
+    "DRMMetric",
+    "EvaluationResult",
+    "LocatedSpan",
+    "NodeLocationError",
+    "QueryRecord",
+    "QueryScores",
+    "RetrievalQualityEvaluator",
+    "SpanPrecisionMetric",
+    "SpanRecallMetric",
+    "aggregate",
+    "document_retrieval_mismatch",
+    "gold_span_id",
+    "hit_rate",
+    "locate_node",
+    "node_locations",
+    "reciprocal_rank",
+    "score_query",
+    "span_precision",
+    "span_recall",
+]

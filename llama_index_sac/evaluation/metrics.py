@@ -272,9 +272,9 @@ def aggregate(
     datasets: dict[str, dict[int, dict[str, Any]]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # one warning per dataset below, not one per metric
-        for dataset, by_k in per_dataset.items():
+        for dataset, buckets_by_k in per_dataset.items():
             datasets[dataset] = {}
-            for k, bucket in by_k.items():
+            for k, bucket in buckets_by_k.items():
                 summary: dict[str, Any] = {m: mean_or_none(bucket.values[m], m) for m in metrics}
                 summary["n_queries"] = bucket.n
                 summary["ineligible"] = ineligible[dataset]

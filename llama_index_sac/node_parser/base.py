@@ -13,15 +13,24 @@ always refer to the original document.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, field_serializer
 from llama_index.core.node_parser.interface import NodeParser
-from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_sac.spans import Span
@@ -42,6 +51,53 @@ def callable_identity(fn: Callable[..., Any] | None) -> str | None:
     elif code is None and not hasattr(fn, "__qualname__"):
         name = f"{name}:{fn!r}"
     return name
+
+
+def _plain_model(cls: type[Any]) -> bool:
+    """True when a pydantic model class has no validators, private attributes or extra fields: then an instance
+    made of already-validated field values (:func:`_new_model`) equals one built by validation."""
+    decorators = cls.__pydantic_decorators__
+    return (
+        not decorators.model_validators
+        and not decorators.field_validators
+        and not decorators.root_validators
+        and not cls.__private_attributes__
+        and cls.model_config.get("extra") in (None, "ignore")
+        and cls.__pydantic_post_init__ is None
+    )
+
+
+_FAST_COPY = _plain_model(TextNode) and _plain_model(RelatedNodeInfo)
+_BASE_AS_RELATED = BaseNode.as_related_node_info
+_RELATED_FIELDS = frozenset(RelatedNodeInfo.model_fields)
+
+
+def _new_model(cls: type[Any], fields: dict[str, Any], fields_set: Any) -> Any:
+    """An instance of the pydantic model ``cls`` from field values that validation already produced (what
+    ``cls.model_construct`` does, without its per-field default handling: ``fields`` must hold every field)."""
+    model = object.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_fields_set__", set(fields_set))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector while nodes are built; restore its previous state after.
+
+    Building nodes allocates only objects that stay alive (the nodes, their dicts, lists and relationships) and no
+    reference cycles, so a collection during it frees nothing; but as the heap grows, the collector's repeated full
+    passes over all those new objects cost more than building them (bench/bench_recursive.py: about half of
+    ``get_nodes_from_documents`` on LegalBench-RAG). A caller that disabled the collector keeps it disabled."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class SpanNodeParser(NodeParser):
@@ -145,31 +201,56 @@ class SpanNodeParser(NodeParser):
             offset, source_info = node.start_char_idx, node.source_node
         else:
             offset, source_info = 0, node.as_related_node_info()
+        if not spans:
+            return []
+        # Speed (bench/bench_recursive.py): pydantic validation of every TextNode dominated node building. One
+        # prototype per document is validated with exactly the arguments each node would get; every node is then
+        # a copy of it whose per-node fields are the values validation would give (fresh dict/list copies, the
+        # same SOURCE info). The nodes are equal, field for field and in ``model_fields_set``, to validated ones.
+        def validated(node_id: str, start: int, end: int, abs_start: int, abs_end: int) -> TextNode:
+            return TextNode(
+                id_=node_id,
+                text=text[start:end],
+                start_char_idx=abs_start,
+                end_char_idx=abs_end,
+                metadata=dict(node.metadata) if self.include_metadata else {},
+                excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
+                excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
+                metadata_seperator=node.metadata_separator,
+                metadata_template=node.metadata_template,
+                text_template=getattr(node, "text_template", TextNode.model_fields["text_template"].default),
+                relationships={NodeRelationship.SOURCE: source_info},
+            )
+
+        proto = validated("", 0, 0, offset, offset)
+        base_fields, fields_set = proto.__dict__, proto.model_fields_set
+        metadata = proto.metadata
+        embed_keys, llm_keys = proto.excluded_embed_metadata_keys, proto.excluded_llm_metadata_keys
+        source_key = NodeRelationship.SOURCE
+        # json.dumps([source id, start, end, settings hash]) with the constant parts encoded once per document
+        key_head, key_tail = json.dumps(source_info.node_id) + ", ", ", " + json.dumps(settings_hash) + "]"
+        sha256 = hashlib.sha256
         nodes: list[BaseNode] = []
         for i, (start, end) in enumerate(spans):
             abs_start, abs_end = start + offset, end + offset
             if self.id_func is None:
-                key = json.dumps([source_info.node_id, abs_start, abs_end, settings_hash])
-                digest = hashlib.sha256(key.encode()).hexdigest()
+                digest = sha256(f"[{key_head}{abs_start}, {abs_end}{key_tail}".encode()).hexdigest()
                 node_id = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
             else:
                 node_id = self.id_func(i, node)
-            metadata = dict(node.metadata) if self.include_metadata else {}
-            nodes.append(
-                TextNode(
-                    id_=node_id,
-                    text=text[start:end],
-                    start_char_idx=abs_start,
-                    end_char_idx=abs_end,
-                    metadata=metadata,
-                    excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
-                    excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
-                    metadata_seperator=node.metadata_separator,
-                    metadata_template=node.metadata_template,
-                    text_template=getattr(node, "text_template", TextNode.model_fields["text_template"].default),
-                    relationships={NodeRelationship.SOURCE: source_info},
-                )
-            )
+            if not (_FAST_COPY and isinstance(node_id, str) and type(abs_start) is int and type(abs_end) is int):
+                nodes.append(validated(node_id, start, end, abs_start, abs_end))  # raises on a bad id or offset
+                continue
+            fields = base_fields.copy()
+            fields["id_"] = node_id
+            fields["text"] = text[start:end]
+            fields["start_char_idx"] = abs_start
+            fields["end_char_idx"] = abs_end
+            fields["metadata"] = metadata.copy()
+            fields["excluded_embed_metadata_keys"] = embed_keys.copy()
+            fields["excluded_llm_metadata_keys"] = llm_keys.copy()
+            fields["relationships"] = {source_key: source_info}
+            nodes.append(_new_model(TextNode, fields, fields_set))
         return nodes
 
     def _prepare(self, nodes: Sequence[BaseNode]) -> tuple[list[str], list[int]]:
@@ -180,8 +261,9 @@ class SpanNodeParser(NodeParser):
     def _assemble(self, nodes: Sequence[BaseNode], all_spans: list[list[Span]]) -> list[BaseNode]:
         settings_hash = self._settings_hash()
         out: list[BaseNode] = []
-        for node, spans in zip(nodes, all_spans):
-            out.extend(self._nodes_for(node, spans, settings_hash))
+        with _gc_paused():
+            for node, spans in zip(nodes, all_spans):
+                out.extend(self._nodes_for(node, spans, settings_hash))
         return out
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
@@ -201,9 +283,24 @@ class SpanNodeParser(NodeParser):
         exact (no ``str.find``)."""
         if not self.include_prev_next_rel:
             return nodes
-        for prev, cur in zip(nodes, nodes[1:]):
-            prev_src, cur_src = prev.source_node, cur.source_node
-            if prev_src is not None and cur_src is not None and prev_src.node_id == cur_src.node_id:
-                prev.relationships[NodeRelationship.NEXT] = cur.as_related_node_info()
-                cur.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
+        sources = [node.source_node for node in nodes]
+        infos: dict[int, tuple[str, Any, str]] = {}  # node index -> (node_id, node_type, hash), computed once
+
+        def related(i: int) -> RelatedNodeInfo:
+            """``nodes[i].as_related_node_info()``: a new object each time, the hash computed once per node."""
+            node = nodes[i]
+            if not _FAST_COPY or type(node).as_related_node_info is not _BASE_AS_RELATED:
+                return node.as_related_node_info()
+            if i not in infos:
+                infos[i] = (node.node_id, node.get_type(), node.hash)
+            node_id, node_type, digest = infos[i]
+            fields = {"node_id": node_id, "node_type": node_type, "metadata": dict(node.metadata), "hash": digest}
+            return _new_model(RelatedNodeInfo, fields, _RELATED_FIELDS)
+
+        with _gc_paused():
+            for i in range(1, len(nodes)):
+                prev_src, cur_src = sources[i - 1], sources[i]
+                if prev_src is not None and cur_src is not None and prev_src.node_id == cur_src.node_id:
+                    nodes[i - 1].relationships[NodeRelationship.NEXT] = related(i)
+                    nodes[i].relationships[NodeRelationship.PREVIOUS] = related(i - 1)
         return nodes

@@ -1,0 +1,349 @@
+"""Evaluate any LlamaIndex retriever by character spans: precision@k, recall@k, DRM@k (and hit rate, MRR).
+
+Two ways in:
+
+* :class:`RetrievalQualityEvaluator` runs a retriever over a list of :class:`~llama_index_sac.datasets.BenchmarkQuery`
+  (sync :meth:`~RetrievalQualityEvaluator.evaluate_dataset` and async
+  :meth:`~RetrievalQualityEvaluator.aevaluate_dataset`, one shared async body) and returns per-query records plus
+  aggregates (per dataset, then the unweighted mean over datasets). It retrieves once per query at the retriever's
+  own top-k and scores every requested ``k`` from that one ranking, so the retriever's ``similarity_top_k`` must be
+  at least ``max(ks)`` (fewer results are scored as they are; ``n_retrieved`` records how many).
+* Adapters for LlamaIndex's own ``RetrieverEvaluator``: :class:`SpanPrecisionMetric`, :class:`SpanRecallMetric`
+  and :class:`DRMMetric` (``BaseRetrievalMetric`` subclasses). ``RetrieverEvaluator`` hands a metric only node ids
+  and texts, so (decision) the adapters carry a ``node_id -> LocatedSpan`` map (:func:`node_locations` of the
+  indexed nodes) and the gold spans travel as ``expected_ids`` encoded by :func:`gold_span_id`
+  (``"<doc_id>#<start>-<end>"``). A value that is undefined (DRM with nothing retrieved, anything for a query
+  without gold) is ``NaN`` with ``metadata["defined"] = False``, since LlamaIndex's result type holds a float.
+
+What a node must carry: the id of its document and its character offsets into it. The document id is the node's
+SOURCE relationship (``node.ref_doc_id``; LlamaIndex node parsers set it), or else the metadata key named by
+``doc_id_metadata_key`` (e.g. ``"file_path"`` for nodes that lost their relationships in a vector database); the
+offsets are ``node.start_char_idx`` / ``node.end_char_idx``, relative to the original document. A node missing
+either raises :class:`NodeLocationError` naming the node and what is missing; nothing is guessed by searching text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, field_validator
+from llama_index.core.evaluation.retrieval.metrics_base import BaseRetrievalMetric, RetrievalMetricResult
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from tqdm.auto import tqdm
+
+from llama_index_sac.evaluation.metrics import (
+    DEFAULT_KS,
+    LocatedSpan,
+    QueryScores,
+    aggregate,
+    document_retrieval_mismatch,
+    score_query,
+    span_precision,
+    span_recall,
+)
+
+if TYPE_CHECKING:  # the dataset types import the metrics module: keep the import graph acyclic
+    from llama_index_sac.datasets.base import BenchmarkQuery
+
+__all__ = [
+    "DRMMetric",
+    "EvaluationResult",
+    "NodeLocationError",
+    "QueryRecord",
+    "RetrievalQualityEvaluator",
+    "SpanPrecisionMetric",
+    "SpanRecallMetric",
+    "gold_span_id",
+    "locate_node",
+    "node_locations",
+    "parse_gold_span_id",
+]
+
+
+class NodeLocationError(ValueError):
+    """A retrieved node lacks its document id or character offsets, so span metrics cannot be computed."""
+
+
+def locate_node(node: BaseNode, doc_id_metadata_key: str | None = None) -> LocatedSpan:
+    """The ``(doc_id, start, end)`` of a node: SOURCE document id (or ``metadata[doc_id_metadata_key]``) and
+    ``start_char_idx``/``end_char_idx``.
+
+    Raises:
+        NodeLocationError: naming the node id and what is missing, and how to provide it.
+    """
+    doc_id = node.ref_doc_id
+    if doc_id is None and doc_id_metadata_key is not None:
+        value = node.metadata.get(doc_id_metadata_key)
+        doc_id = str(value) if value not in (None, "") else None
+    start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+    missing = []
+    if doc_id is None:
+        where = "no SOURCE relationship (node.ref_doc_id is None)"
+        if doc_id_metadata_key is not None:
+            where += f" and no metadata[{doc_id_metadata_key!r}]"
+        missing.append(f"a document id: {where}")
+    if start is None or end is None:
+        missing.append("character offsets: start_char_idx/end_char_idx are None")
+    if missing:
+        raise NodeLocationError(
+            f"node {node.node_id!r} cannot be scored, it lacks " + "; and ".join(missing) + ". Span metrics need "
+            "every retrieved node to name its document and its [start, end) character range in it: parse documents "
+            "with a node parser that records offsets (every llama_index_sac parser, LlamaIndex's SentenceSplitter), "
+            "keep the SOURCE relationship or pass doc_id_metadata_key, and use a vector store that keeps them."
+        )
+    assert doc_id is not None and start is not None and end is not None
+    if not isinstance(start, int) or not isinstance(end, int) or start < 0 or end < start:
+        raise NodeLocationError(f"node {node.node_id!r} has invalid offsets start_char_idx={start!r}, end={end!r}")
+    return LocatedSpan(doc_id, start, end)
+
+
+def node_locations(nodes: Sequence[BaseNode], doc_id_metadata_key: str | None = None) -> dict[str, LocatedSpan]:
+    """``node_id -> LocatedSpan`` for the given (indexed) nodes; raises :class:`NodeLocationError` like
+    :func:`locate_node`."""
+    return {node.node_id: locate_node(node, doc_id_metadata_key) for node in nodes}
+
+
+@dataclass
+class QueryRecord:
+    """The outcome of one query: the ranked retrieved chunks, their scores per ``k`` (``None``: ineligible)."""
+
+    query_id: str
+    dataset: str
+    query: str
+    gold: list[LocatedSpan]
+    retrieved: list[LocatedSpan]
+    scores: dict[int, QueryScores] | None
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "dataset": self.dataset,
+            "query": self.query,
+            "gold": [list(span) for span in self.gold],
+            "retrieved": [list(span) for span in self.retrieved],
+            "scores": None if self.scores is None else {str(k): s.as_dict() for k, s in self.scores.items()},
+            "seconds": self.seconds,
+        }
+
+
+@dataclass
+class EvaluationResult:
+    """Per-query records and their aggregates (see :func:`llama_index_sac.evaluation.metrics.aggregate`)."""
+
+    ks: list[int]
+    records: list[QueryRecord]
+    aggregates: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def overall(self, metric: str, k: int) -> float | None:
+        """Overall (unweighted mean over datasets) value of ``metric`` at ``k``."""
+        return self.aggregates["overall"][k][metric]
+
+
+class RetrievalQualityEvaluator(BaseModel):
+    """Score a LlamaIndex retriever on queries with gold spans: precision@k, recall@k, DRM@k, hit rate, MRR.
+
+    Works with any ``BaseRetriever`` whose nodes carry a document id and character offsets (see the module
+    docstring). Per-query ``QueryBundle.embedding`` may be supplied (precomputed query embeddings) through
+    ``query_embeddings``; retrievers that do not embed ignore it.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    retriever: BaseRetriever = Field(description="The retriever to evaluate; its top-k should be >= max(ks).")
+    ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS), min_length=1, description="k values to score.")
+    doc_id_metadata_key: str | None = Field(
+        default=None, description="Metadata key holding the document id when a node has no SOURCE relationship."
+    )
+    workers: int = Field(default=4, ge=1, description="Queries in flight at once in the async path.")
+
+    @field_validator("ks")
+    @classmethod
+    def _check_ks(cls, ks: list[int]) -> list[int]:
+        if any(k < 1 for k in ks):
+            raise ValueError(f"k values must be >= 1, got {ks}")
+        return sorted(set(ks))
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RetrievalQualityEvaluator"
+
+    def _record(self, query: BenchmarkQuery, nodes: Sequence[NodeWithScore], seconds: float) -> QueryRecord:
+        retrieved = [locate_node(n.node, self.doc_id_metadata_key) for n in nodes]
+        return QueryRecord(
+            query_id=query.query_id,
+            dataset=query.dataset,
+            query=query.query,
+            gold=list(query.gold),
+            retrieved=retrieved,
+            scores=score_query(retrieved, query.gold, self.ks),
+            seconds=seconds,
+        )
+
+    async def aevaluate(self, query: BenchmarkQuery, query_embedding: Sequence[float] | None = None) -> QueryRecord:
+        """Retrieve for one query and score it (the body every other method shares)."""
+        bundle = QueryBundle(query_str=query.query, embedding=list(query_embedding) if query_embedding else None)
+        start = time.perf_counter()
+        nodes = await self.retriever.aretrieve(bundle)
+        return self._record(query, nodes, time.perf_counter() - start)
+
+    def evaluate(self, query: BenchmarkQuery, query_embedding: Sequence[float] | None = None) -> QueryRecord:
+        """Sync :meth:`aevaluate`."""
+        return asyncio_run(self.aevaluate(query, query_embedding))
+
+    async def aevaluate_dataset(
+        self,
+        queries: Sequence[BenchmarkQuery],
+        query_embeddings: Mapping[str, Sequence[float]] | None = None,
+        show_progress: bool = False,
+        desc: str = "Retrieving",
+    ) -> EvaluationResult:
+        """Evaluate every query (``workers`` at a time) and aggregate; records keep the order of ``queries``.
+
+        ``query_embeddings`` maps ``query_id`` to a precomputed query embedding. Raises :class:`NodeLocationError`
+        when a retrieved node cannot be located.
+        """
+        semaphore = asyncio.Semaphore(self.workers)
+        bar = tqdm(total=len(queries), desc=desc, disable=not show_progress, unit="query")
+        start = time.perf_counter()
+
+        async def one(query: BenchmarkQuery) -> QueryRecord:
+            async with semaphore:
+                embedding = query_embeddings.get(query.query_id) if query_embeddings else None
+                record = await self.aevaluate(query, embedding)
+                bar.update(1)
+                return record
+
+        try:
+            records = list(await asyncio.gather(*(one(q) for q in queries)))
+        finally:
+            bar.close()
+        return EvaluationResult(
+            ks=list(self.ks),
+            records=records,
+            aggregates=aggregate(({"dataset": r.dataset, "scores": r.scores} for r in records), self.ks),
+            seconds=time.perf_counter() - start,
+        )
+
+    def evaluate_dataset(
+        self,
+        queries: Sequence[BenchmarkQuery],
+        query_embeddings: Mapping[str, Sequence[float]] | None = None,
+        show_progress: bool = False,
+        desc: str = "Retrieving",
+    ) -> EvaluationResult:
+        """Sync :meth:`aevaluate_dataset`."""
+        return asyncio_run(self.aevaluate_dataset(queries, query_embeddings, show_progress, desc))
+
+
+# -- adapters for LlamaIndex's RetrieverEvaluator ----------------------------------------------------------------
+
+
+def gold_span_id(span: LocatedSpan | tuple[str, int, int]) -> str:
+    """Encode a gold span as an ``expected_ids`` entry for ``RetrieverEvaluator``: ``"<doc_id>#<start>-<end>"``."""
+    doc_id, start, end = span
+    return f"{doc_id}#{start}-{end}"
+
+
+def parse_gold_span_id(value: str) -> LocatedSpan:
+    """Inverse of :func:`gold_span_id`; raises ``ValueError`` naming the malformed value."""
+    doc_id, sep, rng = value.rpartition("#")
+    start, dash, end = rng.partition("-")
+    if not sep or not dash or not doc_id or not start.isdigit() or not end.isdigit():
+        raise ValueError(f"expected id {value!r} is not a gold span id of the form '<doc_id>#<start>-<end>'")
+    return LocatedSpan(doc_id, int(start), int(end))
+
+
+class _SpanMetric(BaseRetrievalMetric):
+    node_locations: dict[str, LocatedSpan] = Field(
+        description="node_id -> (doc_id, start, end) of every indexed node (see node_locations())."
+    )
+    k: int | None = Field(default=None, ge=1, description="Score the top k retrieved ids only (None: all).")
+
+    def _spans(
+        self, expected_ids: list[str] | None, retrieved_ids: list[str] | None
+    ) -> tuple[list[LocatedSpan], list[LocatedSpan]]:
+        gold = [parse_gold_span_id(e) for e in expected_ids or []]
+        ranked = list(retrieved_ids or [])[: self.k] if self.k else list(retrieved_ids or [])
+        unknown = [node_id for node_id in ranked if node_id not in self.node_locations]
+        if unknown:
+            raise NodeLocationError(
+                f"retrieved node id(s) {unknown[:3]} are not in node_locations: build the map from the indexed nodes "
+                "with node_locations(nodes)"
+            )
+        return gold, [self.node_locations[node_id] for node_id in ranked]
+
+    @staticmethod
+    def _result(value: float | None, **metadata: Any) -> RetrievalMetricResult:
+        if value is None:
+            return RetrievalMetricResult(score=math.nan, metadata={"defined": False, **metadata})
+        return RetrievalMetricResult(score=value, metadata={"defined": True, **metadata})
+
+
+class SpanPrecisionMetric(_SpanMetric):
+    """Character precision ``|R ∩ G| / |R|`` for ``RetrieverEvaluator`` (0 when nothing retrieved; NaN,
+    ``defined=False`` when the gold set is empty: ineligible)."""
+
+    metric_name: ClassVar[str] = "span_precision"
+
+    def compute(
+        self,
+        query: str | None = None,
+        expected_ids: list[str] | None = None,
+        retrieved_ids: list[str] | None = None,
+        expected_texts: list[str] | None = None,
+        retrieved_texts: list[str] | None = None,
+        **kwargs: Any,
+    ) -> RetrievalMetricResult:
+        gold, retrieved = self._spans(expected_ids, retrieved_ids)
+        if not any(s.end > s.start for s in gold):
+            return self._result(None, reason="no gold span: ineligible")
+        return self._result(span_precision(retrieved, gold))
+
+
+class SpanRecallMetric(_SpanMetric):
+    """Character recall ``|R ∩ G| / |G|`` for ``RetrieverEvaluator`` (NaN, ``defined=False`` without gold)."""
+
+    metric_name: ClassVar[str] = "span_recall"
+
+    def compute(
+        self,
+        query: str | None = None,
+        expected_ids: list[str] | None = None,
+        retrieved_ids: list[str] | None = None,
+        expected_texts: list[str] | None = None,
+        retrieved_texts: list[str] | None = None,
+        **kwargs: Any,
+    ) -> RetrievalMetricResult:
+        gold, retrieved = self._spans(expected_ids, retrieved_ids)
+        return self._result(span_recall(retrieved, gold))
+
+
+class DRMMetric(_SpanMetric):
+    """DRM: share of retrieved chunks from a non-gold document, for ``RetrieverEvaluator`` (NaN, ``defined=False``
+    when nothing is retrieved or there is no gold span)."""
+
+    metric_name: ClassVar[str] = "drm"
+
+    def compute(
+        self,
+        query: str | None = None,
+        expected_ids: list[str] | None = None,
+        retrieved_ids: list[str] | None = None,
+        expected_texts: list[str] | None = None,
+        retrieved_texts: list[str] | None = None,
+        **kwargs: Any,
+    ) -> RetrievalMetricResult:
+        gold, retrieved = self._spans(expected_ids, retrieved_ids)
+        gold_docs = {s.doc_id for s in gold if s.end > s.start}
+        if not gold_docs:
+            return self._result(None, reason="no gold span: ineligible")
+        return self._result(document_retrieval_mismatch(retrieved, gold_docs))

@@ -1,0 +1,467 @@
+"""``SemanticNodeParser``: break a document where the meaning of consecutive sentences shifts.
+
+The recipe of Kamradt's "5 levels of text splitting", LlamaIndex's ``SemanticSplitterNodeParser`` and LangChain's
+``SemanticChunker`` (sentences -> embeddings -> distances between neighbours -> breakpoints), rebuilt on exact spans
+and with each sentence embedded once. The SAC paper (Reuter et al., 2025, arXiv 2510.06999, section 3) compares it
+with recursive character splitting for legal retrieval.
+
+Steps for one document (``text``), all spans being code-point offsets into ``text``:
+
+1. **Units.** ``sentence_spans(text, sentence_backend)`` tiles the text into sentences (each keeps its trailing
+   whitespace). A sentence longer than ``max_chunk_size`` characters is cut by :func:`recursive_chunk_spans` into
+   pieces of at most ``max_chunk_size``; the sentences and pieces are the *units*, the atoms of every chunk.
+2. **Embedding, once per unit text.** Each unit's stripped text is embedded exactly once: across all documents of a
+   call, the distinct unit texts are sorted by length and sent in batches of ``embed_batch_size`` (similar lengths
+   in one batch means little padding, which dominates the cost of a transformer on CPU). A repeated text (the same
+   boilerplate sentence twice, in one document or in two) is embedded once. A blank document has no unit and a
+   one-unit document is one chunk: neither costs an embedding.
+3. **Buffer windows without re-embedding.** LlamaIndex and LangChain embed, for every sentence, the concatenation
+   of it and ``buffer_size`` neighbours on each side: each sentence is embedded ``2 * buffer_size + 1`` times. Here
+   the window vector of unit ``i`` is the length-weighted mean of the unit vectors ``i - buffer_size .. i +
+   buffer_size`` (prefix sums, ``O(n * dim)``), then normalized. For a mean-pooling model such as all-MiniLM-L6-v2
+   this approximates the embedding of the concatenated window (the pooled vector is the token-weighted mean of the
+   token vectors; the character count stands in for the token count), without the repeated cost.
+4. **Distances** ``d[k] = 1 - cos(window[k], window[k + 1])`` for a cut between unit ``k`` and unit ``k + 1``.
+5. **Breakpoints** (``breakpoint_method``; ``breakpoint_threshold_amount`` defaults per method, in brackets):
+
+   * ``"percentile"`` (95): cut where ``d[k]`` exceeds the given percentile of ``d`` (LlamaIndex, LangChain);
+   * ``"standard_deviation"`` (3): cut where ``d[k] > mean(d) + amount * std(d)`` (LangChain);
+   * ``"interquartile"`` (1.5): cut where ``d[k] > mean(d) + amount * (q75 - q25)`` (LangChain's formula);
+   * ``"gradient"`` (95): cut where the rise ``d[k] - d[k - 1]`` exceeds the given percentile of the rises (0 for
+     ``k = 0``); needs at least two distances. LangChain uses ``np.gradient(d)``, a central difference, which puts
+     a single jump at ``k`` on ``k - 1`` (``+0.5``) and ``k + 1`` (``-0.5``), so it cuts one unit BEFORE the shift;
+     the backward difference peaks at the shift itself;
+   * ``"threshold"`` (0.5): the running-chunk recipe: walk the units, keep the length-weighted centroid of the
+     current chunk, and start a new chunk when the cosine similarity between that centroid and the next unit's
+     *forward* window (the unit and the ``buffer_size`` units after it, so the candidate never contains text of the
+     chunk it is compared with) drops below ``amount``, an absolute similarity in ``[-1, 1]``. 0.5 suits MiniLM,
+     whose same-topic sentence pairs score about 0.4 to 0.7 and unrelated ones below 0.3 (recipes quoting 0.8 are
+     for OpenAI models, whose similarities are all high).
+
+   A distance must exceed its threshold by more than ``1e-9``, so floating-point noise never cuts a document of
+   identical sentences (zero variance gives no breakpoint). Fewer than two units: no distance, no breakpoint.
+6. **Size.** A group longer than ``max_chunk_size`` is cut greedily from its start: each chunk ends, among the unit
+   boundaries that keep it within ``max_chunk_size`` (and, where possible, at least half of it), at the boundary
+   with the largest distance (the weakest semantic link; ties go to the longer chunk). Then every chunk shorter than
+   ``min_chunk_size`` merges into the neighbour whose centroid is more similar (smallest chunk first), when the
+   merged chunk stays within ``max_chunk_size``; a fragment that fits with neither neighbour stays as it is.
+
+Guarantees: ``text[start:end]`` is each chunk (exact offsets); starts and ends strictly increase; no chunk is empty
+or whitespace-only; no chunk is longer than ``max_chunk_size`` characters (minus the metadata reserve with
+``count_metadata=True``); consecutive chunks touch, so ``"".join(chunks) == text`` (P-LOSSLESS), except where the
+recursive fallback of step 1 left out a whitespace run that fits neither in the chunk before nor in the chunk after
+it within ``max_chunk_size`` (P-COVER still holds: only whitespace is ever left out, and only next to a sentence
+longer than ``max_chunk_size``; case 08's ``"\n\n\nSECTION 1. ..."`` with a limit of 30 is such a case); the same
+texts and settings give the same chunks. 0 sentences (``""``, blank) -> ``[]``; 1 sentence -> ``[text]`` when it fits;
+2 sentences -> 1 or 2 chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
+from llama_index.core.utils import get_tqdm_iterable
+
+from llama_index_sac.embeddings import default_embedding_model, embedding_identity
+from llama_index_sac.node_parser.base import SpanNodeParser
+from llama_index_sac.node_parser.recursive import recursive_chunk_spans
+from llama_index_sac.sentences import SentenceBackend, sentence_spans
+from llama_index_sac.spans import Span
+
+__all__ = ["BreakpointMethod", "DEFAULT_BREAKPOINT_AMOUNTS", "SemanticNodeParser"]
+
+BreakpointMethod = Literal["threshold", "percentile", "standard_deviation", "interquartile", "gradient"]
+
+#: Default ``breakpoint_threshold_amount`` per method.
+DEFAULT_BREAKPOINT_AMOUNTS: dict[str, float] = {
+    "threshold": 0.5,
+    "percentile": 95.0,
+    "standard_deviation": 3.0,
+    "interquartile": 1.5,
+    "gradient": 95.0,
+}
+
+_EPS = 1e-9
+
+#: The embedding requests of a parse: yields a batch of texts, receives their vectors, returns the spans.
+_Plan = Generator[list[str], Sequence[Sequence[float]], list[list[Span]]]
+
+
+def _normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+class _DocumentGeometry:
+    """The units of one document with their vectors: windows, distances, chunk centroids."""
+
+    def __init__(self, units: list[Span], vectors: np.ndarray, weights: np.ndarray, buffer_size: int) -> None:
+        self.units = units
+        n = len(units)
+        weighted = _normalize_rows(vectors) * weights[:, None]
+        self.prefix = np.vstack([np.zeros((1, vectors.shape[1])), np.cumsum(weighted, axis=0)])
+        lo = np.clip(np.arange(n) - buffer_size, 0, n)
+        hi = np.clip(np.arange(n) + buffer_size + 1, 0, n)
+        self.windows = _normalize_rows(self.prefix[hi] - self.prefix[lo])
+        # forward windows (unit i and the buffer_size units after it): what the running-chunk method compares
+        self.forward = _normalize_rows(self.prefix[hi] - self.prefix[np.arange(n)])
+        self.weighted = weighted
+        if n > 1:
+            self.distances = 1.0 - np.einsum("ij,ij->i", self.windows[:-1], self.windows[1:])
+        else:
+            self.distances = np.zeros(0)
+
+    def centroid(self, lo: int, hi: int) -> np.ndarray:
+        """Length-weighted sum of the unit vectors ``lo..hi`` (inclusive)."""
+        return self.prefix[hi + 1] - self.prefix[lo]  # type: ignore[no-any-return]
+
+    def span(self, lo: int, hi: int) -> Span:
+        return (self.units[lo][0], self.units[hi][1])
+
+    def length(self, lo: int, hi: int) -> int:
+        return self.units[hi][1] - self.units[lo][0]
+
+
+def _breakpoints(geo: _DocumentGeometry, method: str, amount: float) -> list[int]:
+    """Indices ``k`` such that a chunk ends after unit ``k``."""
+    d = geo.distances
+    if d.size == 0:
+        return []
+    if method == "threshold":
+        cuts: list[int] = []
+        centroid = geo.weighted[0].copy()
+        for k in range(d.size):
+            if _cos(geo.forward[k + 1], centroid) < amount - _EPS:
+                cuts.append(k)
+                centroid = geo.weighted[k + 1].copy()
+            else:
+                centroid += geo.weighted[k + 1]
+        return cuts
+    scores = d
+    if method == "percentile":
+        threshold = float(np.percentile(d, amount))
+    elif method == "standard_deviation":
+        threshold = float(np.mean(d) + amount * np.std(d))
+    elif method == "interquartile":
+        q25, q75 = np.percentile(d, [25, 75])
+        threshold = float(np.mean(d) + amount * (q75 - q25))
+    elif method == "gradient":
+        if d.size < 2:
+            return []
+        scores = np.diff(d, prepend=d[0])  # the rise of the distance INTO cut k (see the module docstring)
+        threshold = float(np.percentile(scores, amount))
+    else:  # pragma: no cover - the field validator refuses other names
+        raise ValueError(f"unknown breakpoint method {method!r}")
+    return [int(k) for k in np.nonzero(scores > threshold + _EPS)[0]]
+
+
+def _cap_group(geo: _DocumentGeometry, lo: int, hi: int, limit: int | None) -> list[tuple[int, int]]:
+    """Cut the group of units ``lo..hi`` into chunks within ``limit`` characters at the weakest links."""
+    if limit is None or geo.length(lo, hi) <= limit:
+        return [(lo, hi)]
+    out: list[tuple[int, int]] = []
+    p = lo
+    while p <= hi:
+        if geo.length(p, hi) <= limit:
+            out.append((p, hi))
+            break
+        q = p  # every unit fits on its own (step 1), so the chunk p..p always does
+        while q + 1 <= hi and geo.length(p, q + 1) <= limit:
+            q += 1
+        candidates = [k for k in range(p, q + 1) if 2 * geo.length(p, k) >= limit] or [q]
+        # rounded: floating-point noise must not beat a real tie (identical sentences), which goes to the longer chunk
+        best = max(candidates, key=lambda k: (round(float(geo.distances[k]), 9), k))
+        out.append((p, best))
+        p = best + 1
+    return out
+
+
+def _merge_small(
+    geo: _DocumentGeometry, chunks: list[tuple[int, int]], min_size: int, limit: int | None
+) -> list[tuple[int, int]]:
+    """Merge chunks shorter than ``min_size`` into their more similar neighbour, smallest first."""
+    if min_size <= 0 or len(chunks) < 2:
+        return chunks
+    chunks = list(chunks)
+
+    def fits(a: tuple[int, int], b: tuple[int, int]) -> bool:
+        return limit is None or geo.length(min(a[0], b[0]), max(a[1], b[1])) <= limit
+
+    while len(chunks) > 1:
+        order = sorted(range(len(chunks)), key=lambda i: (geo.length(*chunks[i]), i))
+        merged = False
+        for i in order:
+            if geo.length(*chunks[i]) >= min_size:
+                break
+            options = [j for j in (i - 1, i + 1) if 0 <= j < len(chunks) and fits(chunks[i], chunks[j])]
+            if not options:
+                continue
+            own = geo.centroid(*chunks[i])
+            # most similar neighbour; on a tie the previous one (a fragment usually ends what came before)
+            j = max(options, key=lambda j: (round(_cos(own, geo.centroid(*chunks[j])), 9), -j))
+            a, b = min(i, j), max(i, j)
+            chunks[a : b + 1] = [(chunks[a][0], chunks[b][1])]
+            merged = True
+            break
+        if not merged:
+            break
+    return chunks
+
+
+def _close_gaps(text_length: int, spans: list[Span], limit: int | None) -> list[Span]:
+    """Give each whitespace gap the recursive fallback left (before, between or after the chunks) to the chunk
+    before it, else to the chunk after it, when that keeps the size limit; a gap that fits nowhere stays out."""
+    out = list(spans)
+
+    def fits(start: int, end: int) -> bool:
+        return limit is None or end - start <= limit
+
+    for i in range(len(out) + 1):
+        gap_start = out[i - 1][1] if i > 0 else 0
+        gap_end = out[i][0] if i < len(out) else text_length
+        if gap_end <= gap_start:
+            continue
+        if i > 0 and fits(out[i - 1][0], gap_end):
+            out[i - 1] = (out[i - 1][0], gap_end)
+        elif i < len(out) and fits(gap_start, out[i][1]):
+            out[i] = (gap_start, out[i][1])
+    return out
+
+
+class SemanticNodeParser(SpanNodeParser):
+    """Semantic splitting as a LlamaIndex node parser, with exact offsets and each sentence embedded once.
+
+    See the module docstring for the algorithm, the breakpoint methods and the guarantees. Sizes are in characters.
+
+    Example::
+
+        parser = SemanticNodeParser()                    # all-MiniLM-L6-v2 via default_embedding_model()
+        nodes = parser.get_nodes_from_documents(documents)        # batched across documents
+        nodes = await parser.aget_nodes_from_documents(documents) # same body, async embedding calls
+        spans = parser.chunk_indices(contract_text)               # [(0, 812), (812, 1490), ...]
+
+    Ingestion cache: the embedding model is not serialized, but its identity (class name and ``model_name``) is in
+    ``to_dict()``, so two parsers with different models or settings never share cache entries or node ids.
+
+    Raises:
+        ValueError (pydantic ``ValidationError``): ``buffer_size < 0``; sizes out of range or
+            ``min_chunk_size > max_chunk_size``; a ``breakpoint_threshold_amount`` outside ``[0, 100]`` for
+            ``percentile``/``gradient``, negative for ``standard_deviation``/``interquartile``, outside ``[-1, 1]``
+            for ``threshold``; ``count_metadata=True`` without ``max_chunk_size``.
+        EmbeddingModelError: when no ``embed_model`` is given and the default model cannot be loaded.
+        ValueError: at parse time, when the embedding model returns a wrong number of vectors or non-finite values.
+    """
+
+    embed_model: BaseEmbedding = Field(
+        default_factory=lambda: default_embedding_model(),
+        description="Embedding model (any LlamaIndex BaseEmbedding); default all-MiniLM-L6-v2 from "
+        "default_embedding_model(). Serialized as its identity (class name + model_name) only.",
+    )
+    sentence_backend: SentenceBackend = Field(
+        default="nupunkt", description="Sentence segmentation backend: 'nupunkt' (legal Punkt) or 'nltk'."
+    )
+    buffer_size: int = Field(
+        default=1,
+        ge=0,
+        description="Neighbouring units on each side averaged into a unit's window vector (0: the unit alone). "
+        "Windows are combined from the units' vectors, never re-embedded.",
+    )
+    breakpoint_method: BreakpointMethod = Field(
+        default="percentile",
+        description="How breakpoints are chosen: 'threshold' (absolute cosine similarity against the running "
+        "chunk), 'percentile', 'standard_deviation', 'interquartile' or 'gradient'.",
+    )
+    breakpoint_threshold_amount: float | None = Field(
+        default=None,
+        description="The method's parameter (None: 0.5 for threshold, 95 for percentile and gradient, 3 for "
+        "standard_deviation, 1.5 for interquartile).",
+    )
+    min_chunk_size: int = Field(
+        default=100, ge=0, description="Chunks shorter than this many characters merge into a neighbour (0: off)."
+    )
+    max_chunk_size: int | None = Field(
+        default=1000,
+        gt=0,
+        description="No chunk is longer than this many characters (about 256 MiniLM tokens of English legal text); "
+        "over-long sentences are cut by recursive character splitting. None: no limit.",
+    )
+    embed_batch_size: int = Field(
+        default=64,
+        gt=0,
+        description="Texts per call to the embedding model (the model may split a call further by its own "
+        "embed_batch_size).",
+    )
+    show_progress: bool = Field(
+        default=False, exclude=True, description="Show a progress bar over embedding batches (not in the cache key)."
+    )
+
+    @field_serializer("embed_model")
+    def _serialize_embed_model(self, model: BaseEmbedding) -> dict[str, str]:
+        return embedding_identity(model)
+
+    @model_validator(mode="after")
+    def _check_settings(self) -> SemanticNodeParser:
+        amount = self.threshold_amount
+        method = self.breakpoint_method
+        if not np.isfinite(amount):
+            raise ValueError(f"breakpoint_threshold_amount must be finite, got {amount}")
+        if method in ("percentile", "gradient") and not 0 <= amount <= 100:
+            raise ValueError(f"breakpoint_threshold_amount for {method!r} is a percentile in [0, 100], got {amount}")
+        if method in ("standard_deviation", "interquartile") and amount < 0:
+            raise ValueError(f"breakpoint_threshold_amount for {method!r} must be >= 0, got {amount}")
+        if method == "threshold" and not -1 <= amount <= 1:
+            raise ValueError(
+                f"breakpoint_threshold_amount for 'threshold' is a cosine similarity in [-1, 1], got {amount}"
+            )
+        if self.max_chunk_size is not None and self.min_chunk_size > self.max_chunk_size:
+            raise ValueError(
+                f"min_chunk_size ({self.min_chunk_size}) must not exceed max_chunk_size ({self.max_chunk_size})"
+            )
+        if self.count_metadata and self.max_chunk_size is None:
+            raise ValueError("count_metadata=True needs a max_chunk_size to reserve the metadata length in")
+        return self
+
+    @property
+    def threshold_amount(self) -> float:
+        """The effective ``breakpoint_threshold_amount`` (the method's default when unset)."""
+        if self.breakpoint_threshold_amount is not None:
+            return float(self.breakpoint_threshold_amount)
+        return DEFAULT_BREAKPOINT_AMOUNTS[self.breakpoint_method]
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SemanticNodeParser"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        embed_model: BaseEmbedding | None = None,
+        breakpoint_method: BreakpointMethod = "percentile",
+        breakpoint_threshold_amount: float | None = None,
+        buffer_size: int = 1,
+        min_chunk_size: int = 100,
+        max_chunk_size: int | None = 1000,
+        sentence_backend: SentenceBackend = "nupunkt",
+        embed_batch_size: int = 64,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        **kwargs: Any,
+    ) -> SemanticNodeParser:
+        """Build a parser; ``embed_model=None`` means :func:`default_embedding_model` (all-MiniLM-L6-v2)."""
+        return cls(
+            embed_model=embed_model if embed_model is not None else default_embedding_model(),
+            breakpoint_method=breakpoint_method,
+            breakpoint_threshold_amount=breakpoint_threshold_amount,
+            buffer_size=buffer_size,
+            min_chunk_size=min_chunk_size,
+            max_chunk_size=max_chunk_size,
+            sentence_backend=sentence_backend,
+            embed_batch_size=embed_batch_size,
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+            **kwargs,
+        )
+
+    def _size_limit(self) -> int:
+        if self.max_chunk_size is None:  # pragma: no cover - refused by the validator
+            raise ValueError("count_metadata=True needs a max_chunk_size")
+        return self.max_chunk_size
+
+    # -- the algorithm -----------------------------------------------------------------------------------------
+    def _units(self, text: str, limit: int | None) -> list[Span]:
+        """Step 1: sentences, with those longer than ``limit`` cut recursively."""
+        if not text.strip():
+            return []
+        units: list[Span] = []
+        for start, end in sentence_spans(text, self.sentence_backend):
+            if limit is None or end - start <= limit:
+                units.append((start, end))
+            else:
+                pieces = recursive_chunk_spans(text[start:end], chunk_size=limit)
+                units.extend((start + a, start + b) for a, b in pieces)
+        return units
+
+    def _chunks_from_vectors(
+        self, text: str, units: list[Span], vectors: np.ndarray, limit: int | None
+    ) -> list[Span]:
+        """Steps 3 to 6 for one document."""
+        if not units:
+            return []
+        if len(units) == 1:
+            return _close_gaps(len(text), [units[0]], limit)
+        weights = np.array([max(end - start, 1) for start, end in units], dtype=float)
+        geo = _DocumentGeometry(units, vectors, weights, self.buffer_size)
+        bounds = [-1, *_breakpoints(geo, self.breakpoint_method, self.threshold_amount), len(units) - 1]
+        chunks: list[tuple[int, int]] = []
+        for a, b in zip(bounds, bounds[1:]):
+            chunks.extend(_cap_group(geo, a + 1, b, limit))
+        chunks = _merge_small(geo, chunks, self.min_chunk_size, limit)
+        return _close_gaps(len(text), [geo.span(lo, hi) for lo, hi in chunks], limit)
+
+    def _plan(self, texts: list[str], reserves: list[int], show_progress: bool) -> _Plan:
+        """The whole parse as a generator of embedding requests, shared by the sync and async drivers.
+
+        Yields batches of texts (distinct unit texts of ALL documents, sorted by length) and receives their vectors;
+        returns the spans of every document."""
+        limits = [None if self.max_chunk_size is None else self.max_chunk_size - r for r in reserves]
+        doc_units = [self._units(text, limit) for text, limit in zip(texts, limits)]
+        index: dict[str, int] = {}
+        doc_keys: list[list[int]] = []
+        for text, units in zip(texts, doc_units):
+            # a document of one unit is one chunk: it needs no embedding
+            spans = units if len(units) > 1 else []
+            doc_keys.append([index.setdefault(text[start:end].strip(), len(index)) for start, end in spans])
+        distinct = list(index)
+        order = sorted(range(len(distinct)), key=lambda i: (len(distinct[i]), i))
+        rows: dict[int, np.ndarray] = {}
+        batches = [order[i : i + self.embed_batch_size] for i in range(0, len(order), self.embed_batch_size)]
+        for batch in get_tqdm_iterable(batches, show_progress, "Embedding sentences"):
+            vectors = yield [distinct[i] for i in batch]
+            if len(vectors) != len(batch):
+                raise ValueError(
+                    f"{type(self.embed_model).__name__} returned {len(vectors)} embeddings for {len(batch)} texts"
+                )
+            for i, vector in zip(batch, vectors):
+                rows[i] = np.asarray(vector, dtype=float)
+        matrix = np.vstack([rows[i] for i in range(len(distinct))]) if distinct else np.zeros((0, 1))
+        if matrix.ndim != 2 or not np.all(np.isfinite(matrix)):
+            raise ValueError(f"{type(self.embed_model).__name__} returned non-finite or ragged embeddings")
+        return [
+            self._chunks_from_vectors(text, units, matrix[keys] if keys else matrix[:0], limit)
+            for text, units, keys, limit in zip(texts, doc_units, doc_keys, limits)
+        ]
+
+    # -- drivers: the same plan, sync or async embedding calls ---------------------------------------------------
+    def _chunk_indices_many(self, texts: list[str], reserves: list[int], show_progress: bool) -> list[list[Span]]:
+        plan = self._plan(texts, reserves, show_progress or self.show_progress)
+        try:
+            batch = next(plan)
+            while True:
+                batch = plan.send(self.embed_model.get_text_embedding_batch(batch))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    async def _achunk_indices_many(
+        self, texts: list[str], reserves: list[int], show_progress: bool
+    ) -> list[list[Span]]:
+        plan = self._plan(texts, reserves, show_progress or self.show_progress)
+        try:
+            batch = next(plan)
+            while True:
+                batch = plan.send(await self.embed_model.aget_text_embedding_batch(batch))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def _chunk_indices(self, text: str, reserve: int = 0) -> list[Span]:
+        return self._chunk_indices_many([text], [reserve], False)[0]

@@ -1,0 +1,32 @@
+"""Document summarizers for Summary-Augmented Chunking: the interface, an offline extractive fingerprint, LLM
+summaries with LlamaIndex prompts, and a persistent summary cache."""
+
+from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult
+from llama_index_sac.summarizers.cache import SummaryCache, summary_cache_key
+from llama_index_sac.summarizers.extractive import ExtractiveSummarizer
+from llama_index_sac.summarizers.llm import LLMSummarizer, is_transient_error
+from llama_index_sac.summarizers.prompts import (
+    GENERIC_SUMMARY_PROMPT,
+    MAP_SUMMARY_PROMPT,
+    NDA_SUMMARY_PROMPT,
+    PRIVACY_POLICY_SUMMARY_PROMPT,
+    REDUCE_SUMMARY_PROMPT,
+    SHORTEN_PROMPT,
+)
+
+__all__ = [
+    "GENERIC_SUMMARY_PROMPT",
+    "MAP_SUMMARY_PROMPT",
+    "NDA_SUMMARY_PROMPT",
+    "PRIVACY_POLICY_SUMMARY_PROMPT",
+    "REDUCE_SUMMARY_PROMPT",
+    "SHORTEN_PROMPT",
+    "BaseSummarizer",
+    "ExtractiveSummarizer",
+    "LLMSummarizer",
+    "SummarizationError",
+    "SummaryCache",
+    "SummaryResult",
+    "is_transient_error",
+    "summary_cache_key",
+]

@@ -1,0 +1,262 @@
+"""``BaseSummarizer``: the interface every document summarizer of Summary-Augmented Chunking implements.
+
+A summarizer turns the FULL text of one document into one short string (at most about ``max_chars`` characters)
+that :class:`~llama_index_sac.augmentation.SummaryAugmentationTransformation` attaches to every chunk of that
+document (SAC, Reuter et al. 2025, arXiv 2510.06999, section 3). The interface is small:
+
+* :meth:`BaseSummarizer.summarize` / :meth:`BaseSummarizer.asummarize` return a :class:`SummaryResult` (the summary
+  plus how it was made). Both run ONE body: a subclass implements :meth:`BaseSummarizer._asummarize` (I/O-bound
+  summarizers, e.g. LLM calls) or :meth:`BaseSummarizer._summarize` (CPU-bound ones); the other entry point is
+  derived from it.
+* :meth:`BaseSummarizer.identity` names everything that changes the output (class, model, prompts, ``max_chars``,
+  fitted corpus...). The summary cache keys on it, and the transformation puts it in its ``to_dict()`` so the
+  LlamaIndex ingestion cache tells two summarizers apart.
+* :meth:`BaseSummarizer.fit` (optional) sees the corpus before summarizing; see ``requires_fit``.
+
+Document metadata: ``metadata_keys`` names metadata keys (``title``, ``file_name``...) whose values are folded into
+the summary. The default, ``[]``, is content-only (the summary depends on the document text alone), so results can
+be reported both ways.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import hashlib
+import json
+import os
+import re
+import urllib.parse
+from collections.abc import Coroutine, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, TypeVar
+
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.schema import BaseComponent
+
+__all__ = [
+    "BaseSummarizer",
+    "SummarizationError",
+    "SummaryResult",
+    "cut_at_word_boundary",
+    "normalize_summary",
+    "run_sync",
+]
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine from sync code and return its result, re-raising its exceptions unchanged.
+
+    Without a running event loop: ``asyncio.run``. Inside one (Jupyter, an async framework): in a worker thread
+    with its own loop (context variables copied). Unlike ``llama_index.core.async_utils.asyncio_run`` it never
+    mistakes a ``RuntimeError`` raised by the coroutine for an event-loop problem."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(ctx.run, asyncio.run, coro).result()
+
+
+T = TypeVar("T")
+
+
+class SummarizationError(Exception):
+    """A document could not be summarized (after the retries the summarizer allows).
+
+    Attributes:
+        doc_id: the document (source node) id, when known.
+        attempts: how many requests were made for the failing step (0 when unknown).
+    """
+
+    def __init__(self, message: str, *, doc_id: str | None = None, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.doc_id = doc_id
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    """One document's summary and how it was made.
+
+    Attributes:
+        summary: the summary text ("" only for an empty document).
+        strategy: ``"single"`` (the whole document in one LLM call), ``"map_reduce"`` (windows summarized, then the
+            partial summaries summarized), ``"head_tail"`` (only the start and the end of an overlong document were
+            read), ``"extractive"`` or ``"empty"`` (blank document, no call).
+        truncated: True when the summarizer did NOT read the whole document (``head_tail``).
+        cut: True when the final summary was longer than allowed and was cut at a word boundary.
+        llm_calls: LLM requests made, retries included (0 for extractive summaries and cache hits).
+    """
+
+    summary: str
+    strategy: str
+    truncated: bool = False
+    cut: bool = False
+    llm_calls: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SummaryResult:
+        """Inverse of :meth:`to_json`; raises ``ValueError`` on a malformed mapping."""
+        try:
+            summary, strategy = data["summary"], data["strategy"]
+            truncated, cut = data.get("truncated", False), data.get("cut", False)
+            calls = data.get("llm_calls", 0)
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed summary record: {exc!r}") from exc
+        if not isinstance(summary, str) or not isinstance(strategy, str):
+            raise ValueError("malformed summary record: summary and strategy must be strings")
+        if not isinstance(truncated, bool) or not isinstance(cut, bool) or not isinstance(calls, int):
+            raise ValueError("malformed summary record: truncated/cut must be bools, llm_calls an int")
+        return cls(summary=summary, strategy=strategy, truncated=truncated, cut=cut, llm_calls=calls)
+
+
+_WS = re.compile(r"\s+")
+_PREFIX = re.compile(r"^(?:\*\*)?(?:document\s+)?summary(?:\*\*)?\s*[:\-]\s*", re.IGNORECASE)
+
+
+def normalize_summary(text: str) -> str:
+    """Clean a model's answer: collapse whitespace (newlines included) to single spaces, drop a leading
+    ``Summary:`` label and one pair of surrounding quotes or backticks."""
+    out = _WS.sub(" ", text).strip()
+    out = _PREFIX.sub("", out).strip()
+    if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'`":
+        out = out[1:-1].strip()
+    return out
+
+
+def cut_at_word_boundary(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its longest prefix of at most ``limit`` characters that
+    ends at a word boundary (trailing punctuation and spaces removed). A single word longer than ``limit`` is cut
+    at ``limit`` characters (the limit is the guarantee)."""
+    if limit <= 0:
+        raise ValueError(f"limit must be > 0, got {limit}")
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]
+    cut = max(head.rfind(" "), head.rfind("\n"))
+    out = text[:cut] if cut > 0 else text[:limit]
+    return out.rstrip(" \t\n,;:-(").rstrip() or text[:limit]
+
+
+def _file_stem(value: str) -> str:
+    base = os.path.basename(urllib.parse.unquote(value))
+    stem, _ = os.path.splitext(base)
+    return stem.replace("_", " ").strip() or base
+
+
+class BaseSummarizer(BaseComponent):
+    """Interface: one document text in, one :class:`SummaryResult` out.
+
+    Subclasses implement :meth:`_asummarize` (async, I/O-bound) or override :meth:`_summarize` (sync, CPU-bound);
+    they must call neither entry point of the other style themselves. The entry points check the input
+    (``TypeError`` for non-``str`` text) and return ``SummaryResult("", "empty")`` for a blank text without
+    calling the model.
+    """
+
+    #: True for summarizers that must see the corpus first (:meth:`fit`).
+    requires_fit: ClassVar[bool] = False
+    #: True when calls are slow and I/O-bound (LLM requests): the transformation then bounds their concurrency.
+    uses_llm: ClassVar[bool] = False
+
+    max_chars: int = Field(default=150, gt=0, description="Target length of the summary, in characters.")
+    metadata_keys: list[str] = Field(
+        default_factory=list,
+        description="Document metadata keys whose values are folded into the summary (e.g. ['title', "
+        "'file_name']). Empty (default): content-only, the summary depends on the document text alone.",
+    )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BaseSummarizer"
+
+    # -- identity ---------------------------------------------------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes this summarizer's output, as a JSON-serializable dict (used in cache keys).
+
+        Subclasses extend it (model, prompts, fitted corpus...). It never contains a document id."""
+        return {
+            "class": self.class_name(),
+            "max_chars": self.max_chars,
+            "metadata_keys": list(self.metadata_keys),
+        }
+
+    def identity_hash(self) -> str:
+        """``sha256`` of the canonical JSON of :meth:`identity`."""
+        blob = json.dumps(self.identity(), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    # -- corpus ----------------------------------------------------------------------------------------------
+    @property
+    def is_fitted(self) -> bool:
+        """True when the summarizer can summarize (always, unless ``requires_fit``)."""
+        return True
+
+    def fit(self, texts: Iterable[str]) -> BaseSummarizer:
+        """See the corpus (full document texts) before summarizing; a no-op unless ``requires_fit``."""
+        return self
+
+    # -- metadata folding -------------------------------------------------------------------------------------
+    def folded_metadata(self, metadata: Mapping[str, Any] | None) -> dict[str, str]:
+        """The ``metadata_keys`` present in ``metadata`` as ``{key: str(value)}`` (in ``metadata_keys`` order).
+
+        Values of ``file_name``/``file_path`` are reduced to the file's stem (URL-decoded, ``_`` as spaces), so a
+        path does not spend the summary budget on directories. Empty for content-only summarizers."""
+        if not self.metadata_keys or not metadata:
+            return {}
+        out: dict[str, str] = {}
+        for key in self.metadata_keys:
+            if key in metadata and metadata[key] is not None and str(metadata[key]).strip():
+                value = str(metadata[key]).strip()
+                out[key] = _file_stem(value) if key in ("file_name", "file_path") else value
+        return out
+
+    # -- summarizing ------------------------------------------------------------------------------------------
+    def _summarize(self, text: str, metadata: dict[str, str]) -> SummaryResult:
+        """Sync body; the default runs :meth:`_asummarize` on an event loop."""
+        return run_sync(self._asummarize(text, metadata, None))
+
+    async def _asummarize(
+        self, text: str, metadata: dict[str, str], limiter: asyncio.Semaphore | None
+    ) -> SummaryResult:
+        """Async body; the default runs :meth:`_summarize` (for CPU-bound summarizers)."""
+        return self._summarize(text, metadata)
+
+    @staticmethod
+    def _check_text(text: Any) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, got {type(text).__name__}")
+
+    def summarize(self, text: str, metadata: Mapping[str, Any] | None = None) -> SummaryResult:
+        """Summarize one document.
+
+        Args:
+            text: the FULL document text (characters).
+            metadata: the document's metadata; only ``metadata_keys`` are read.
+
+        Raises:
+            TypeError: ``text`` is not a ``str``.
+            SummarizationError: the summary could not be made (LLM summarizers, after their retries).
+        """
+        self._check_text(text)
+        if not text.strip():
+            return SummaryResult(summary="", strategy="empty")
+        return self._summarize(text, self.folded_metadata(metadata))
+
+    async def asummarize(
+        self,
+        text: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        limiter: asyncio.Semaphore | None = None,
+    ) -> SummaryResult:
+        """Async :meth:`summarize`. ``limiter`` bounds concurrent LLM requests (each request holds it)."""
+        self._check_text(text)
+        if not text.strip():
+            return SummaryResult(summary="", strategy="empty")
+        return await self._asummarize(text, self.folded_metadata(metadata), limiter)

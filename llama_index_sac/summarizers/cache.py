@@ -1,0 +1,149 @@
+"""``SummaryCache``: a persistent, process-safe cache of document summaries on disk.
+
+Key rule (:func:`summary_cache_key`): ``sha256`` of the canonical JSON encoding of
+
+    ["llama-index-sac/summary/v1", {"text": <full document text>, "metadata": <folded metadata>,
+                                    "summarizer": <summarizer.identity()>}]
+
+JSON is a structured, unambiguous encoding (strings are quoted and escaped, so no two different inputs give the
+same bytes, unlike a plain concatenation). The document id is deliberately NOT part of the key: the same text
+summarized by the same summarizer gives the same summary whatever the document is called, and a re-ingestion under
+new ids makes zero LLM calls. "Folded metadata" is only the metadata the summarizer reads (``metadata_keys``), so
+content-only summaries ignore metadata entirely.
+
+Storage: one JSON file per entry, ``<directory>/<key[:2]>/<key>.json``. A write goes to a temporary file in the same
+folder (``fsync``\\ed), then ``os.replace`` puts it in place atomically, so a reader in another process sees either
+no entry or a whole one, and concurrent writers of one key (which write the same content) cannot interleave. An
+entry that cannot be read (truncated by a crash of an older writer, edited, wrong key, wrong format) is logged and
+treated as a miss; the next write replaces it. Errors are never cached: a failed document is retried next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from llama_index_sac.summarizers.base import SummaryResult
+
+__all__ = ["SummaryCache", "summary_cache_key"]
+
+logger = logging.getLogger(__name__)
+
+_FORMAT = 1
+_DOMAIN = "llama-index-sac/summary/v1"
+
+
+def summary_cache_key(
+    text: str, summarizer_identity: Mapping[str, Any], metadata: Mapping[str, str] | None = None
+) -> str:
+    """The cache key (64 hex characters) of one summary; see the module docstring for the rule.
+
+    Raises:
+        TypeError: ``text`` is not a ``str`` or the identity/metadata are not JSON-serializable.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    payload = [_DOMAIN, {"text": text, "metadata": dict(metadata or {}), "summarizer": dict(summarizer_identity)}]
+    try:
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"summary cache key inputs must be JSON-serializable: {exc}") from exc
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class SummaryCache:
+    """Summaries on disk, keyed by :func:`summary_cache_key` (see the module docstring for guarantees).
+
+    Args:
+        directory: the cache folder (created on first write). Keep it outside the repository, e.g.
+            ``~/.cache/llama-index-sac/summaries``.
+
+    Example::
+
+        cache = SummaryCache("~/.cache/llama-index-sac/summaries")
+        key = summary_cache_key(text, summarizer.identity())
+        result = cache.get(key) or summarizer.summarize(text)
+        cache.put(key, result)
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory).expanduser()
+
+    def __repr__(self) -> str:
+        return f"SummaryCache({str(self.directory)!r})"
+
+    @staticmethod
+    def _check_key(key: str) -> None:
+        if not isinstance(key, str) or len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+            raise ValueError(f"cache key must be 64 lowercase hex characters (a sha256), got {key!r}")
+
+    def path_for(self, key: str) -> Path:
+        """Where the entry for ``key`` lives."""
+        self._check_key(key)
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> SummaryResult | None:
+        """The cached result for ``key``, or ``None`` (missing or unreadable entry; the latter is logged)."""
+        path = self.path_for(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.warning("summary cache entry %s could not be read (%s): treated as a miss", path, exc)
+            return None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("key") != key:
+                raise ValueError("unexpected format or key")
+            result = SummaryResult.from_json(data["result"])
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            logger.warning("summary cache entry %s is corrupt (%s): treated as a miss", path, exc)
+            return None
+        return SummaryResult(
+            summary=result.summary, strategy=result.strategy, truncated=result.truncated, cut=result.cut, llm_calls=0
+        )
+
+    def put(self, key: str, result: SummaryResult, identity: Mapping[str, Any] | None = None) -> Path:
+        """Store ``result`` under ``key`` atomically (temporary file + ``os.replace``); returns the entry path.
+
+        ``identity`` (optional, the summarizer's) is stored alongside for inspection; it is not read back."""
+        path = self.path_for(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"format": _FORMAT, "key": key, "result": result.to_json()}
+        if identity is not None:
+            record["summarizer"] = dict(identity)
+        data = json.dumps(record, ensure_ascii=False, sort_keys=True, default=str).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        return path
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def keys(self) -> Iterator[str]:
+        """Keys of the entries on disk (readable or not)."""
+        if not self.directory.is_dir():
+            return
+        for path in sorted(self.directory.glob("??/*.json")):
+            yield path.stem
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.keys())

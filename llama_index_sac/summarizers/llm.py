@@ -1,0 +1,443 @@
+"""``LLMSummarizer``: document summaries written by any LlamaIndex LLM (SAC paper, arXiv 2510.06999, section 3).
+
+One document, one summary: a document that fits the input window (``max_input_chars``) costs one LLM request (plus
+at most ``length_retries`` short "shorten this" requests when the answer is too long). Longer documents follow
+``long_document``:
+
+* ``"map_reduce"`` (default): the text is cut into windows of at most ``max_input_chars`` characters at paragraph /
+  line / sentence / word boundaries (the recursive splitter; windows tile the text, so every character is read),
+  each window is summarized with ``map_prompt``, and the partial summaries (in order) are summarized with
+  ``reduce_prompt``, in several rounds if they do not fit one window. ``strategy="map_reduce"``, not truncated.
+* ``"head_tail"``: one request on the first two thirds of the window taken from the start of the document and the
+  last third from its end, joined by ``"\\n[...]\\n"``. ``strategy="head_tail"``, ``truncated=True``.
+
+Length control: the prompt asks for at most ``max_chars`` characters; an answer longer than
+``max_chars * (1 + length_tolerance)`` is sent back with ``shorten_prompt`` (up to ``length_retries`` times), and
+if it is still too long it is cut at a word boundary and the result says ``cut=True``. An empty answer is retried
+once, then raises.
+
+Errors: each request is retried on transient errors (timeouts, rate limits, connection errors, HTTP 408/425/429 and
+5xx; see :func:`is_transient_error`) up to ``max_retries`` times with exponential backoff (``retry_initial_delay``
+doubled per attempt, at most ``retry_max_delay`` seconds), then :class:`SummarizationError` is raised (its
+``__cause__`` is the last error). Other errors raise at once. ``timeout`` bounds each request (``asyncio.wait_for``);
+it cannot interrupt an LLM whose async method blocks the event loop (LlamaIndex's in-process ``LlamaCPP``), and
+clients with their own retries (OpenAI's ``max_retries``) multiply the attempts: the constructors here set theirs
+to 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Literal
+
+from llama_index.core.bridge.pydantic import Field, SerializeAsAny, field_serializer, model_validator
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate
+
+from llama_index_sac.node_parser.base import callable_identity
+from llama_index_sac.node_parser.recursive import recursive_chunk_spans
+from llama_index_sac.summarizers.base import (
+    BaseSummarizer,
+    SummarizationError,
+    SummaryResult,
+    cut_at_word_boundary,
+    normalize_summary,
+)
+from llama_index_sac.summarizers.prompts import (
+    GENERIC_SUMMARY_PROMPT,
+    MAP_SUMMARY_PROMPT,
+    NDA_SUMMARY_PROMPT,
+    PRIVACY_POLICY_SUMMARY_PROMPT,
+    REDUCE_SUMMARY_PROMPT,
+    SHORTEN_PROMPT,
+)
+
+__all__ = ["LLMSummarizer", "chatml_completion_to_prompt", "chatml_messages_to_prompt", "is_transient_error"]
+
+logger = logging.getLogger(__name__)
+
+_TRANSIENT_NAMES = {
+    "APITimeoutError", "APIConnectionError", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
+    "TimeoutException", "TransportError", "NetworkError", "ConnectError", "ReadError", "ReadTimeout",
+    "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ServerDisconnectedError", "ClientConnectionError",
+    "ClientOSError", "ConnectionClosedError",
+}
+_HEAD_TAIL_MARK = "\n[...]\n"
+
+
+def is_transient_error(exc: BaseException) -> bool:
+    """True for errors worth retrying: timeouts, connection errors, rate limits, HTTP 408/425/429 and 5xx.
+
+    Recognized by type (``TimeoutError``, ``ConnectionError``), by an HTTP status on the exception or its
+    ``response`` (``status_code``/``status``), and by the class names the OpenAI, httpx and aiohttp clients use
+    (``APITimeoutError``, ``APIConnectionError``, ``RateLimitError``, ``InternalServerError``, ``TransportError``...),
+    so those libraries need not be imported."""
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+        return True
+    for holder in (exc, getattr(exc, "response", None)):
+        status = getattr(holder, "status_code", None)
+        if status is None:
+            status = getattr(holder, "status", None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status in (408, 425, 429) or 500 <= status <= 599
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def chatml_messages_to_prompt(messages: Any) -> str:
+    """ChatML prompt (Qwen and other ChatML models) from LlamaIndex chat messages, for ``LlamaCPP``."""
+    parts = []
+    for message in messages:
+        role = getattr(message.role, "value", message.role)
+        parts.append(f"<|im_start|>{role}\n{message.content}<|im_end|>\n")
+    parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+def chatml_completion_to_prompt(completion: str) -> str:
+    """ChatML prompt for one user turn, for ``LlamaCPP``'s completion route."""
+    return f"<|im_start|>user\n{completion}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _template_text(prompt: BasePromptTemplate) -> str:
+    template = getattr(prompt, "template", None)
+    if isinstance(template, str):
+        return template
+    return repr(prompt.get_template())
+
+
+class LLMSummarizer(BaseSummarizer):
+    """Summaries from an LLM, with prompts, length control, long-document handling and retries (see the module
+    docstring for the exact rules).
+
+    Example::
+
+        from llama_index.llms.openai import OpenAI
+        summarizer = LLMSummarizer(llm=OpenAI(model="gpt-4o-mini", temperature=0, max_retries=0))
+        summarizer = LLMSummarizer.from_openai("gpt-4o-mini")                     # the same
+        summarizer = LLMSummarizer.from_gguf("~/models/qwen.gguf", max_input_chars=4000)
+        summarizer = LLMSummarizer.expert_nda(llm)   # 300 characters, NDA prompt
+
+    Raises (construction): ``ValueError`` when a prompt lacks ``{document}``/``{max_chars}`` (``{summary}`` and
+    ``{max_chars}`` for ``shorten_prompt``), or when ``metadata_keys`` is set and ``prompt`` lacks ``{metadata}``.
+    """
+
+    uses_llm = True
+
+    llm: SerializeAsAny[LLM] = Field(description="The LlamaIndex LLM that writes the summaries.")
+    prompt: SerializeAsAny[BasePromptTemplate] = Field(
+        default=GENERIC_SUMMARY_PROMPT,
+        description="Summary prompt (variables {document}, {max_chars}, {metadata}); the generic SAC prompt by "
+        "default.",
+    )
+    map_prompt: SerializeAsAny[BasePromptTemplate] = Field(
+        default=MAP_SUMMARY_PROMPT, description="Prompt for one window of an overlong document (map_reduce)."
+    )
+    reduce_prompt: SerializeAsAny[BasePromptTemplate] = Field(
+        default=REDUCE_SUMMARY_PROMPT, description="Prompt combining the windows' partial summaries (map_reduce)."
+    )
+    shorten_prompt: SerializeAsAny[BasePromptTemplate] = Field(
+        default=SHORTEN_PROMPT, description="Prompt shortening an over-long summary (variables {summary}, "
+        "{max_chars})."
+    )
+    length_tolerance: float = Field(
+        default=0.2, ge=0.0, le=1.0,
+        description="Accepted overshoot as a fraction of max_chars: summaries up to max_chars * (1 + tolerance) "
+        "characters are kept as they are.",
+    )
+    length_retries: int = Field(
+        default=1, ge=0, description="How many times an over-long summary is sent back with shorten_prompt before "
+        "it is cut at a word boundary (and flagged cut=True)."
+    )
+    max_input_chars: int | None = Field(
+        default=None, gt=0,
+        description="Input window in characters (prompt text excluded). None: derived from the LLM's context "
+        "window as (context_window - num_output - 300) * 3 characters (3 characters per token is conservative "
+        "for English legal text), at least 1000.",
+    )
+    long_document: Literal["map_reduce", "head_tail"] = Field(
+        default="map_reduce",
+        description="Documents longer than max_input_chars: 'map_reduce' reads every window then combines the "
+        "partial summaries; 'head_tail' reads only the start and the end (metadata summary_truncated=True).",
+    )
+    map_max_chars: int | None = Field(
+        default=None, gt=0, description="Length target of each partial (map) summary; None: 2 * max_chars."
+    )
+    max_retries: int = Field(default=3, ge=0, description="Retries per request on transient errors.")
+    retry_initial_delay: float = Field(default=1.0, ge=0.0, description="First backoff delay in seconds (doubles).")
+    retry_max_delay: float = Field(default=30.0, ge=0.0, description="Largest backoff delay in seconds.")
+    timeout: float | None = Field(
+        default=120.0, gt=0, description="Seconds allowed per request (None: no limit); a timeout is transient."
+    )
+
+    @field_serializer("prompt", "map_prompt", "reduce_prompt", "shorten_prompt")
+    def _serialize_prompt(self, prompt: BasePromptTemplate) -> str:
+        return _template_text(prompt)
+
+    @model_validator(mode="after")
+    def _check_prompts(self) -> LLMSummarizer:
+        for name in ("prompt", "map_prompt", "reduce_prompt"):
+            variables = set(getattr(self, name).template_vars)
+            missing = {"document", "max_chars"} - variables
+            if missing:
+                raise ValueError(f"{name} must use the variables {{document}} and {{max_chars}}; missing {missing}")
+        if self.metadata_keys and "metadata" not in set(self.prompt.template_vars):
+            raise ValueError(
+                f"metadata_keys={self.metadata_keys!r} asks to fold metadata into the summary, but the prompt has "
+                "no {metadata} variable"
+            )
+        missing = {"summary", "max_chars"} - set(self.shorten_prompt.template_vars)
+        if missing:
+            raise ValueError(f"shorten_prompt must use the variables {{summary}} and {{max_chars}}; missing {missing}")
+        return self
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "LLMSummarizer"
+
+    # -- constructors ---------------------------------------------------------------------------------------
+    @classmethod
+    def from_openai(cls, model: str = "gpt-4o-mini", *, temperature: float = 0.0, max_tokens: int = 256,
+                    **kwargs: Any) -> LLMSummarizer:
+        """Summarizer on OpenAI's API (``llama-index-llms-openai``; reads ``OPENAI_API_KEY``). The client's own
+        retries are off (``max_retries=0``): this class retries."""
+        from llama_index.llms.openai import OpenAI
+
+        return cls(llm=OpenAI(model=model, temperature=temperature, max_tokens=max_tokens, max_retries=0), **kwargs)
+
+    @classmethod
+    def from_openai_like(cls, api_base: str, model: str, *, api_key: str = "not-needed",
+                         context_window: int = 2048, temperature: float = 0.0, max_tokens: int = 128,
+                         request_timeout: float = 120.0, **kwargs: Any) -> LLMSummarizer:
+        """Summarizer on any OpenAI-compatible server (``llama_cpp.server``, vLLM...) at ``api_base`` (e.g.
+        ``http://127.0.0.1:8000/v1``), through ``llama-index-llms-openai-like`` as a chat model."""
+        from llama_index.llms.openai_like import OpenAILike
+
+        llm = OpenAILike(model=model, api_base=api_base, api_key=api_key, is_chat_model=True,
+                         context_window=context_window, temperature=temperature, max_tokens=max_tokens,
+                         max_retries=0, timeout=request_timeout)
+        return cls(llm=llm, **kwargs)
+
+    @classmethod
+    def from_gguf(cls, model_path: str | os.PathLike[str], *, n_ctx: int = 2048, max_new_tokens: int = 128,
+                  n_threads: int | None = None, temperature: float = 0.0, chat_format: Literal["chatml"] = "chatml",
+                  **kwargs: Any) -> LLMSummarizer:
+        """Summarizer on a local GGUF model run in-process by ``llama-cpp-python`` (``llama-index-llms-llama-cpp``).
+
+        ``max_input_chars`` defaults to what fits ``n_ctx``. Raises ``FileNotFoundError`` for a missing file and
+        ``ImportError`` (naming the package) when llama.cpp support is not installed."""
+        path = os.path.expanduser(os.fspath(model_path))
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"GGUF model not found: {path}")
+        try:
+            from llama_index.llms.llama_cpp import LlamaCPP
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "LLMSummarizer.from_gguf needs llama-cpp-python and llama-index-llms-llama-cpp: "
+                "pip install 'llama-index-sac[llamacpp]' (or bash scripts/setup-llm.sh)"
+            ) from exc
+        model_kwargs: dict[str, Any] = {"n_threads": n_threads} if n_threads else {}
+        llm = LlamaCPP(model_path=path, temperature=temperature, max_new_tokens=max_new_tokens, context_window=n_ctx,
+                       generate_kwargs={}, model_kwargs=model_kwargs, verbose=False,
+                       messages_to_prompt=chatml_messages_to_prompt,
+                       completion_to_prompt=chatml_completion_to_prompt)
+        return cls(llm=llm, **kwargs)
+
+    @classmethod
+    def expert_nda(cls, llm: LLM, *, max_chars: int = 300, **kwargs: Any) -> LLMSummarizer:
+        """The paper's expert-guided setting for NDAs (300 characters, :data:`NDA_SUMMARY_PROMPT`)."""
+        return cls(llm=llm, prompt=NDA_SUMMARY_PROMPT, max_chars=max_chars, **kwargs)
+
+    @classmethod
+    def expert_privacy_policy(cls, llm: LLM, *, max_chars: int = 300, **kwargs: Any) -> LLMSummarizer:
+        """The paper's expert-guided setting for privacy policies (300 characters)."""
+        return cls(llm=llm, prompt=PRIVACY_POLICY_SUMMARY_PROMPT, max_chars=max_chars, **kwargs)
+
+    # -- identity -------------------------------------------------------------------------------------------
+    def _llm_identity(self) -> dict[str, Any]:
+        llm = self.llm
+        model: Any
+        try:
+            model = llm.metadata.model_name
+        except Exception:  # pragma: no cover - an LLM whose metadata needs a loaded model
+            model = getattr(llm, "model", None) or getattr(llm, "model_path", None)
+        if isinstance(model, str) and model.endswith(".gguf"):
+            model = os.path.basename(model)  # the same file elsewhere gives the same summaries
+        ident: dict[str, Any] = {"class": llm.class_name(), "model": model}
+        for attr in ("temperature", "max_tokens", "max_new_tokens", "top_p", "seed", "is_chat_model"):
+            value = getattr(llm, attr, None)
+            if value is not None and not callable(value):
+                ident[attr] = value
+        for attr in ("messages_to_prompt", "completion_to_prompt"):
+            fn = getattr(llm, attr, None)
+            if callable(fn):
+                ident[attr] = callable_identity(fn)
+        system_prompt = getattr(llm, "system_prompt", None)
+        if system_prompt:
+            ident["system_prompt"] = system_prompt
+        return ident
+
+    def identity(self) -> dict[str, Any]:
+        """Model and its generation settings, all prompts, ``max_chars``, tolerance, window and long-document
+        strategy, ``metadata_keys``. Not: retries, timeouts, concurrency (they do not change a summary)."""
+        ident = super().identity()
+        ident.update(
+            llm=self._llm_identity(),
+            prompt=_template_text(self.prompt),
+            map_prompt=_template_text(self.map_prompt),
+            reduce_prompt=_template_text(self.reduce_prompt),
+            shorten_prompt=_template_text(self.shorten_prompt),
+            length_tolerance=self.length_tolerance,
+            length_retries=self.length_retries,
+            max_input_chars=self.input_window(),
+            long_document=self.long_document,
+            map_max_chars=self._map_chars(),
+        )
+        return ident
+
+    # -- sizes ----------------------------------------------------------------------------------------------
+    def input_window(self) -> int:
+        """The input window in characters (``max_input_chars`` or the value derived from the LLM)."""
+        if self.max_input_chars is not None:
+            return self.max_input_chars
+        try:
+            meta = self.llm.metadata
+            tokens = meta.context_window - (meta.num_output if meta.num_output > 0 else 256) - 300
+        except Exception:  # pragma: no cover
+            tokens = 1000
+        return max(1000, tokens * 3)
+
+    def max_output_chars(self) -> int:
+        """The hard bound on a final summary's length: ``floor(max_chars * (1 + length_tolerance))``."""
+        return int(self.max_chars * (1 + self.length_tolerance))
+
+    def _map_chars(self) -> int:
+        return self.map_max_chars if self.map_max_chars is not None else 2 * self.max_chars
+
+    # -- one request ----------------------------------------------------------------------------------------
+    async def _request(self, prompt: BasePromptTemplate, limiter: asyncio.Semaphore | None, calls: list[int],
+                       **variables: Any) -> str:
+        """One LLM request with retries on transient errors (see the module docstring)."""
+        attempts = 0
+        while True:
+            attempts += 1
+            calls[0] += 1
+            try:
+                async with limiter if limiter is not None else contextlib.nullcontext():
+                    coro = self.llm.apredict(prompt, **variables)
+                    if self.timeout is not None:
+                        answer = await asyncio.wait_for(coro, timeout=self.timeout)
+                    else:
+                        answer = await coro
+                return str(answer)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                transient = is_transient_error(exc)
+                if not transient or attempts > self.max_retries:
+                    what = "transient error, retries exhausted" if transient else "non-transient error"
+                    raise SummarizationError(
+                        f"LLM request failed after {attempts} attempt(s) ({what}): {type(exc).__name__}: {exc}",
+                        attempts=attempts,
+                    ) from exc
+                delay = min(self.retry_max_delay, self.retry_initial_delay * 2 ** (attempts - 1))
+                logger.warning("LLM request failed (%s: %s); retry %d/%d in %.2fs", type(exc).__name__, exc,
+                               attempts, self.max_retries, delay)
+                await asyncio.sleep(delay)
+
+    async def _generate(self, prompt: BasePromptTemplate, document: str, max_chars: int, metadata: str,
+                        limiter: asyncio.Semaphore | None, calls: list[int]) -> str:
+        """A non-empty, normalized answer to ``prompt`` (an empty answer is asked again once, then raises)."""
+        for _ in range(2):
+            answer = normalize_summary(
+                await self._request(prompt, limiter, calls, document=document, max_chars=max_chars, metadata=metadata)
+            )
+            if answer:
+                return answer
+        raise SummarizationError("the LLM returned an empty summary twice", attempts=2)
+
+    async def _final(self, prompt: BasePromptTemplate, document: str, metadata: str,
+                     limiter: asyncio.Semaphore | None, calls: list[int]) -> tuple[str, bool]:
+        """The final summary with length control; returns ``(summary, cut)``."""
+        summary = await self._generate(prompt, document, self.max_chars, metadata, limiter, calls)
+        limit = self.max_output_chars()
+        for _ in range(self.length_retries):
+            if len(summary) <= limit:
+                break
+            shorter = normalize_summary(
+                await self._request(self.shorten_prompt, limiter, calls, summary=summary, max_chars=self.max_chars)
+            )
+            if shorter:
+                summary = shorter
+        if len(summary) <= limit:
+            return summary, False
+        return cut_at_word_boundary(summary, limit), True
+
+    # -- the body -------------------------------------------------------------------------------------------
+    def _metadata_section(self, metadata: dict[str, str]) -> str:
+        if not metadata:
+            return ""
+        return "Document metadata: " + "; ".join(f"{k}: {v}" for k, v in metadata.items()) + "\n\n"
+
+    async def _asummarize(self, text: str, metadata: dict[str, str],
+                          limiter: asyncio.Semaphore | None) -> SummaryResult:
+        calls = [0]
+        meta = self._metadata_section(metadata)
+        window = self.input_window()
+        if len(text) <= window:
+            summary, cut = await self._final(self.prompt, text, meta, limiter, calls)
+            return SummaryResult(summary=summary, strategy="single", cut=cut, llm_calls=calls[0])
+        if self.long_document == "head_tail":
+            body = window - len(_HEAD_TAIL_MARK)
+            head = cut_at_word_boundary(text, max(1, (2 * body) // 3))
+            tail_len = body - len(head)
+            tail = text[len(text) - tail_len:]
+            space = tail.find(" ")
+            if 0 <= space < len(tail) // 4:  # start the tail at a word
+                tail = tail[space + 1:]
+            summary, cut = await self._final(self.prompt, head + _HEAD_TAIL_MARK + tail, meta, limiter, calls)
+            return SummaryResult(summary=summary, strategy="head_tail", truncated=True, cut=cut, llm_calls=calls[0])
+        spans = recursive_chunk_spans(text, chunk_size=window)
+        # partial summaries are intermediate: bounded so that any two of them fit one reduce window
+        partial_limit = max(20, min(2 * self._map_chars(), window // 2 - 16))
+        partials = await asyncio.gather(*(
+            self._generate(self.map_prompt, text[s:e], self._map_chars(), meta, limiter, calls) for s, e in spans
+        ))
+        partials = [cut_at_word_boundary(p, partial_limit) for p in partials]
+        while True:
+            joined = "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(partials))
+            if len(joined) <= window or len(partials) == 1:
+                break
+            groups = _group_by_length(partials, window)
+            partials = list(await asyncio.gather(*(
+                self._generate(self.reduce_prompt, "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(group)),
+                               self._map_chars(), meta, limiter, calls)
+                for group in groups
+            )))
+            partials = [cut_at_word_boundary(p, partial_limit) for p in partials]
+        summary, cut = await self._final(self.reduce_prompt, joined, meta, limiter, calls)
+        return SummaryResult(summary=summary, strategy="map_reduce", cut=cut, llm_calls=calls[0])
+
+
+def _group_by_length(items: list[str], limit: int, overhead: Callable[[int], int] = lambda i: 10) -> list[list[str]]:
+    """Consecutive groups of ``items`` whose rendered length stays within ``limit`` (every group has at least two
+    items when there are two or more, so each reduce round shrinks the list)."""
+    groups: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for item in items:
+        cost = len(item) + overhead(len(current))
+        if current and size + cost > limit and len(current) >= 2:
+            groups.append(current)
+            current, size = [], 0
+        current.append(item)
+        size += cost
+    if current:
+        if len(current) == 1 and groups:
+            groups[-1].append(current[0])
+        else:
+            groups.append(current)
+    return groups

@@ -1,0 +1,80 @@
+"""Prompt templates of the LLM summarizer (LlamaIndex ``PromptTemplate``\\ s, all overridable).
+
+The SAC paper (Reuter et al. 2025, arXiv 2510.06999, sections 3-4) compares a GENERIC summary prompt (about 150
+characters: key entities, core purpose, key legal topics) with EXPERT-guided, document-type-specific prompts (up to
+300 characters); the generic one retrieved better. The wording here is our own.
+
+Variables every summary template receives (a template may leave out ``{metadata}``, but then the summarizer must be
+content-only):
+
+* ``{document}``: the document text (or a window of it, or the partial summaries for a reduce step);
+* ``{max_chars}``: the length target in characters;
+* ``{metadata}``: folded document metadata as ``"Document metadata: key: value; ...\\n\\n"`` or ``""``.
+
+:data:`SHORTEN_PROMPT` receives ``{summary}`` and ``{max_chars}`` (used when a summary overshoots the length).
+"""
+
+from __future__ import annotations
+
+from llama_index.core.prompts import PromptTemplate
+
+__all__ = [
+    "GENERIC_SUMMARY_PROMPT",
+    "MAP_SUMMARY_PROMPT",
+    "NDA_SUMMARY_PROMPT",
+    "PRIVACY_POLICY_SUMMARY_PROMPT",
+    "REDUCE_SUMMARY_PROMPT",
+    "SHORTEN_PROMPT",
+]
+
+#: The paper's generic setting (target 150 characters).
+GENERIC_SUMMARY_PROMPT = PromptTemplate(
+    "You are an expert legal summarizer. Summarize the legal document below in at most {max_chars} characters. "
+    "The summary will be attached to small excerpts of this document to tell them apart from excerpts of similar "
+    "documents, so name the key entities (the parties), the document's core purpose and its key legal topics. "
+    "Output only the summary: no preamble, no quotes, no lists.\n\n"
+    "{metadata}Document:\n{document}\n\nSummary:"
+)
+
+#: Expert-guided prompt for non-disclosure agreements (target 300 characters).
+NDA_SUMMARY_PROMPT = PromptTemplate(
+    "You are an expert in confidentiality and non-disclosure agreements (NDAs). Summarize the agreement below in "
+    "at most {max_chars} characters, in this order: the document type (mutual or one-way NDA, confidentiality "
+    "agreement...), the parties and which of them discloses, the date, the subject of the confidential "
+    "information, and what distinguishes this agreement from other NDAs (term, purpose, governing law, unusual "
+    "obligations or exceptions). Output only the summary: no preamble, no quotes, no lists.\n\n"
+    "{metadata}Document:\n{document}\n\nSummary:"
+)
+
+#: Expert-guided prompt for privacy policies (target 300 characters).
+PRIVACY_POLICY_SUMMARY_PROMPT = PromptTemplate(
+    "You are an expert in data-protection law. Summarize the privacy policy below in at most {max_chars} "
+    "characters, in this order: the document type (privacy policy or notice), the company and its service, the "
+    "date if stated, the personal data it covers, and what distinguishes this policy from other privacy policies "
+    "(sharing and selling of data, retention, children, jurisdiction, user rights). Output only the summary: no "
+    "preamble, no quotes, no lists.\n\n"
+    "{metadata}Document:\n{document}\n\nSummary:"
+)
+
+#: Map step for documents longer than the summarizer's input window: one part of a document.
+MAP_SUMMARY_PROMPT = PromptTemplate(
+    "You are an expert legal summarizer. Below is one part of a longer legal document. In at most {max_chars} "
+    "characters, state the document type and the parties if this part names them, and the key facts, dates and "
+    "legal topics of this part. Output only the summary.\n\n"
+    "{metadata}Part of the document:\n{document}\n\nSummary of this part:"
+)
+
+#: Reduce step: summaries of consecutive parts of one document, in order.
+REDUCE_SUMMARY_PROMPT = PromptTemplate(
+    "You are an expert legal summarizer. Below are summaries of consecutive parts of one legal document, in order. "
+    "Write one summary of the whole document in at most {max_chars} characters that names the key entities (the "
+    "parties), the document's core purpose and its key legal topics. Output only the summary: no preamble, no "
+    "quotes, no lists.\n\n"
+    "{metadata}Summaries of the parts:\n{document}\n\nSummary:"
+)
+
+#: Retry instruction when a summary is longer than allowed.
+SHORTEN_PROMPT = PromptTemplate(
+    "Shorten the following summary to at most {max_chars} characters. Keep the document type and the party names; "
+    "drop less important details. Output only the shortened summary.\n\nSummary:\n{summary}\n\nShortened summary:"
+)

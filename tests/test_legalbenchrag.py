@@ -1,0 +1,251 @@
+"""LegalBench-RAG loader: both layouts, strict validation (file, test and field named), sampling, corpus scope."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from llama_index_sac.datasets.legalbenchrag import (
+    LegalBenchRAGError,
+    load_legalbenchrag,
+    mini_sample,
+)
+from llama_index_sac.evaluation.metrics import LocatedSpan
+from tests.conftest import LEGALBENCH, requires_legalbench
+
+DOCS = {
+    "cuad/alpha.txt": "ALPHA LICENSE between Alpha Inc. and Beta LLC. Governing law: Delaware. Term: 2 years.",
+    "cuad/beta.txt": "BETA SUPPLY between Beta LLC and Gamma Corp. Governing law: New York. Term: 5 years.",
+    "cuad/sub/gamma.txt": "GAMMA AGREEMENT. Nested folder document. Governing law: Texas.",
+    "maud/merger.txt": "PLAN OF MERGER among Delta Corp. and Epsilon Inc. Fiduciary out: yes. \u00e9l\u00e8ve",
+    "maud/unused.txt": "A maud document no test refers to.",
+}
+
+
+def _snippet(path: str, needle: str) -> dict:
+    start = DOCS[path].index(needle)  # building fixtures only; the loader never searches text
+    return {"file_path": path, "span": [start, start + len(needle)], "answer": needle}
+
+
+def _tests() -> dict[str, list[dict]]:
+    return {
+        "cuad": [
+            {"query_id": "cuad-0", "query": "Governing law of the Alpha license?",
+             "snippets": [_snippet("cuad/alpha.txt", "Governing law: Delaware.")]},
+            {"query_id": "cuad-1", "query": "Term of the Beta supply agreement?",
+             "snippets": [_snippet("cuad/beta.txt", "Term: 5 years.")]},
+            {"query_id": "cuad-2", "query": "Governing law of Gamma?",
+             "snippets": [_snippet("cuad/sub/gamma.txt", "Governing law: Texas."),
+                          _snippet("cuad/alpha.txt", "Term: 2 years.")]},
+        ],
+        "maud": [
+            {"query_id": "maud-0", "query": "Is there a fiduciary out?",
+             "snippets": [_snippet("maud/merger.txt", "Fiduciary out: yes. \u00e9l\u00e8ve")]},
+        ],
+    }
+
+
+def make_data(root: Path, *, archive: bool = False, bench_folder: str = "benchmarks", tests=None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    if archive:
+        with tarfile.open(root / "corpus.tar.xz", "w:xz") as tar:
+            for rel, text in DOCS.items():
+                data = text.encode("utf-8")
+                info = tarfile.TarInfo(f"corpus/{rel}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    else:
+        for rel, text in DOCS.items():
+            path = root / "corpus" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))
+    bench = root / bench_folder
+    bench.mkdir(exist_ok=True)
+    for name, items in (tests if tests is not None else _tests()).items():
+        (bench / f"{name}.json").write_text(json.dumps({"tests": items}), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("archive", [False, True])
+@pytest.mark.parametrize("bench_folder", ["benchmarks", "benchmarks_mini"])
+def test_loads_both_layouts(tmp_path, archive, bench_folder):
+    root = make_data(tmp_path / "data", archive=archive, bench_folder=bench_folder)
+    bench = load_legalbenchrag(root)
+    assert bench.datasets == ["cuad", "maud"]
+    assert [q.query_id for q in bench.queries] == ["cuad-0", "cuad-1", "cuad-2", "maud-0"]
+    # referenced scope: exactly the documents the tests use, read exactly (non-ASCII kept as code points)
+    assert set(bench.documents) == {"cuad/alpha.txt", "cuad/beta.txt", "cuad/sub/gamma.txt", "maud/merger.txt"}
+    assert bench.documents["maud/merger.txt"] == DOCS["maud/merger.txt"]
+    for query in bench.queries:
+        for span in query.gold:
+            assert isinstance(span, LocatedSpan)
+            assert bench.documents[span.doc_id][span.start : span.end]
+    q = bench.queries[2]
+    assert q.gold_doc_ids == {"cuad/sub/gamma.txt", "cuad/alpha.txt"} and q.dataset == "cuad"
+    assert bench.doc_datasets["maud/merger.txt"] == "maud"
+
+
+@pytest.mark.parametrize("archive", [False, True])
+def test_scope_all_adds_distractors_of_selected_datasets_only(tmp_path, archive):
+    root = make_data(tmp_path / "d", archive=archive)
+    bench = load_legalbenchrag(root, ["maud"], scope="all")
+    assert set(bench.documents) == {"maud/merger.txt", "maud/unused.txt"}
+    assert {q.dataset for q in bench.queries} == {"maud"}
+
+
+def test_documents_carry_file_path_ids_and_metadata(tmp_path):
+    bench = load_legalbenchrag(make_data(tmp_path / "d"), ["maud"])
+    (doc,) = bench.to_documents()
+    assert doc.id_ == "maud/merger.txt" and doc.metadata["file_path"] == "corpus/maud/merger.txt"
+    assert doc.get_content(metadata_mode="embed") == doc.text  # nothing embedded by default
+    (doc,) = bench.to_documents(embed_metadata_keys=["file_path"])
+    assert doc.get_content(metadata_mode="embed").startswith("file_path: corpus/maud/merger.txt")
+
+
+def test_missing_data_dir_and_missing_parts(tmp_path):
+    with pytest.raises(LegalBenchRAGError, match="data directory not found"):
+        load_legalbenchrag(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LegalBenchRAGError, match="corpus"):
+        load_legalbenchrag(tmp_path / "empty")
+    root = make_data(tmp_path / "nobench", tests={})
+    with pytest.raises(LegalBenchRAGError, match="no benchmark files"):
+        load_legalbenchrag(root)
+
+
+def test_unknown_dataset_lists_available(tmp_path):
+    with pytest.raises(LegalBenchRAGError, match=r"unknown dataset\(s\) privacy_qa.*available are cuad, maud"):
+        load_legalbenchrag(make_data(tmp_path / "d"), ["privacy_qa"])
+
+
+def test_malformed_json_names_file_and_position(tmp_path):
+    root = make_data(tmp_path / "d")
+    (root / "benchmarks" / "cuad.json").write_text('{"tests": [ {"query": "x", }', encoding="utf-8")
+    with pytest.raises(LegalBenchRAGError, match=r"cuad\.json: malformed JSON at line 1, column \d+"):
+        load_legalbenchrag(root)
+
+
+def _broken(mutate) -> dict[str, list[dict]]:
+    tests = _tests()
+    mutate(tests)
+    return tests
+
+
+@pytest.mark.parametrize(
+    ("mutate", "pattern"),
+    [
+        (lambda t: t["cuad"][1].update(query="   "), r'cuad\.json: test #1 \(query_id \'cuad-1\'\): field "query"'),
+        (lambda t: t["cuad"][1].pop("query"), r'test #1 .*field "query": missing'),
+        (lambda t: t["cuad"][0].update(snippets=[]), r'test #0 .*field "snippets": a test needs at least one'),
+        (lambda t: t["cuad"][0]["snippets"][0].update(file_path="cuad/ghost.txt"),
+         r'test #0 .*field "snippets\[0\]\.file_path": unknown document \'cuad/ghost\.txt\''),
+        (lambda t: t["cuad"][0]["snippets"][0].update(span=[0, 10_000]),
+         r'field "snippets\[0\]\.span": \[0, 10000\] is out of range for \'cuad/alpha\.txt\' \(\d+ characters\)'),
+        (lambda t: t["cuad"][0]["snippets"][0].update(span=[5, 3]),
+         r'field "snippets\[0\]\.span": expected 0 <= start'),
+        (lambda t: t["cuad"][0]["snippets"][0].update(span=[1.0, 3]),
+         r'"snippets\[0\]\.span": expected \[start, end\]'),
+        (lambda t: t["cuad"][2]["snippets"][1].update(answer="Term: 3 years."),
+         r'test #2 \(query_id \'cuad-2\'\): field "snippets\[1\]\.answer": corpus\[\d+:\d+\] of \'cuad/alpha\.txt\''),
+        (lambda t: t["cuad"][1].update(query_id="cuad-0"), r'test #1 .*field "query_id": duplicate'),
+        (lambda t: t["cuad"].append("not a test"), r"test #3: expected an object"),
+    ],
+)
+def test_validation_errors_name_file_test_and_field(tmp_path, mutate, pattern):
+    root = make_data(tmp_path / "d", tests=_broken(mutate))
+    with pytest.raises(LegalBenchRAGError, match=pattern):
+        load_legalbenchrag(root)
+
+
+def test_all_problems_reported_at_once_nothing_loaded(tmp_path):
+    def mutate(t):
+        t["cuad"][0]["snippets"][0]["answer"] = "wrong"
+        t["maud"][0]["query"] = ""
+
+    root = make_data(tmp_path / "d", tests=_broken(mutate))
+    with pytest.raises(LegalBenchRAGError) as info:
+        load_legalbenchrag(root)
+    assert len(info.value.problems) == 2
+    assert "maud.json" in str(info.value) and "cuad.json" in str(info.value)
+
+
+def test_missing_tests_field(tmp_path):
+    root = make_data(tmp_path / "d")
+    (root / "benchmarks" / "maud.json").write_text('{"items": []}', encoding="utf-8")
+    with pytest.raises(LegalBenchRAGError, match=r'maud\.json: field "tests"'):
+        load_legalbenchrag(root)
+
+
+def test_query_id_defaults_to_dataset_and_index(tmp_path):
+    tests = _tests()
+    for test in tests["cuad"]:
+        del test["query_id"]
+    bench = load_legalbenchrag(make_data(tmp_path / "d", tests=tests), ["cuad"])
+    assert [q.query_id for q in bench.queries] == ["cuad-0", "cuad-1", "cuad-2"]
+
+
+def test_mini_recipe_groups_by_document_and_matches_reference(tmp_path):
+    # reference: LegalBench-RAG's benchmark code, restated
+    tests = [{"snippets": [{"file_path": f"doc{i % 5}.txt"}]} for i in range(40)]
+
+    def reference(items, size):
+        keyed = []
+        for i, test in enumerate(items):
+            random.seed(test["snippets"][0]["file_path"])
+            keyed.append((random.random(), i))
+        return [i for _, i in sorted(keyed, key=lambda pair: pair[0])][:size]
+
+    assert mini_sample(tests, 12) == reference(tests, 12)
+    chosen_docs = [tests[i]["snippets"][0]["file_path"] for i in mini_sample(tests, 16)]
+    # tests of one document stay together: 16 tests from 5 documents of 8 tests = 2 whole documents + 0 partial
+    assert len(set(chosen_docs)) == 2
+    assert mini_sample(tests, 100) == reference(tests, 100)
+
+
+def test_sampling_protocols(tmp_path):
+    root = make_data(tmp_path / "d")
+    mini = load_legalbenchrag(root, ["cuad"], sampling="mini", sample_size=2)
+    assert len(mini.queries) == 2
+    one = load_legalbenchrag(root, ["cuad"], sampling="random", sample_size=2, seed=3)
+    two = load_legalbenchrag(root, ["cuad"], sampling="random", sample_size=2, seed=3)
+    assert [q.query_id for q in one.queries] == [q.query_id for q in two.queries]
+    ids = [q.query_id for q in one.queries]
+    assert ids == sorted(ids)  # file order kept
+    # referenced scope follows the sample
+    assert set(one.documents) == {s.doc_id for q in one.queries for s in q.gold}
+    with pytest.raises(LegalBenchRAGError, match="sample_size"):
+        load_legalbenchrag(root, sampling="random")
+    with pytest.raises(LegalBenchRAGError, match="unknown corpus scope"):
+        load_legalbenchrag(root, scope="everything")  # type: ignore[arg-type]
+
+
+def test_corpus_checks_apply_to_the_selected_tests(tmp_path):
+    # a wrong answer in cuad-2: loading all tests fails; a sample without cuad-2 does not read or check it
+    def mutate(t):
+        t["cuad"][2]["snippets"][0]["answer"] = "nope"
+
+    root = make_data(tmp_path / "d", tests=_broken(mutate))
+    with pytest.raises(LegalBenchRAGError, match="cuad-2"):
+        load_legalbenchrag(root, ["cuad"])
+    seed = next(s for s in range(100) if 2 not in random.Random(s).sample(range(3), 2))
+    bench = load_legalbenchrag(root, ["cuad"], sampling="random", sample_size=2, seed=seed)
+    assert [q.query_id for q in bench.queries] == ["cuad-0", "cuad-1"]
+
+
+@requires_legalbench
+@pytest.mark.slow
+def test_real_shared_mini_benchmark():
+    bench = load_legalbenchrag(LEGALBENCH)
+    assert bench.datasets == ["contractnli", "cuad", "maud", "privacy_qa"]
+    counts = {d: sum(1 for q in bench.queries if q.dataset == d) for d in bench.datasets}
+    assert counts == {"contractnli": 194, "cuad": 194, "maud": 194, "privacy_qa": 194}
+    assert len(bench.documents) == 72
+    assert bench.n_characters > 8_000_000
+    # the mini recipe applied to the mini files keeps every test
+    again = load_legalbenchrag(LEGALBENCH, ["privacy_qa"], sampling="mini")
+    assert {q.query_id for q in again.queries} == {q.query_id for q in bench.queries if q.dataset == "privacy_qa"}

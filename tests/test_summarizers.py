@@ -1,0 +1,307 @@
+"""Summarizers (extractive, LLM with a recording fake LLM) and the summary cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from llama_index_sac.summarizers import (
+    GENERIC_SUMMARY_PROMPT,
+    NDA_SUMMARY_PROMPT,
+    ExtractiveSummarizer,
+    LLMSummarizer,
+    SummarizationError,
+    SummaryCache,
+    SummaryResult,
+    is_transient_error,
+    summary_cache_key,
+)
+from llama_index_sac.summarizers.base import cut_at_word_boundary, normalize_summary
+from llama_index_sac.summarizers.extractive import find_date, find_document_type, find_parties
+from tests._summary_fakes import HTTPStatusError, RecordingLLM, document_of
+from tests.conftest import LEGALBENCH, load_case, requires_legalbench
+
+FAST = {"retry_initial_delay": 0.0, "retry_max_delay": 0.0}
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+def test_cut_at_word_boundary_and_normalize() -> None:
+    assert cut_at_word_boundary("alpha beta gamma", 11) == "alpha beta"
+    assert cut_at_word_boundary("alpha beta gamma", 100) == "alpha beta gamma"
+    assert cut_at_word_boundary("abcdefghij", 4) == "abcd"  # one long word: the limit wins
+    assert normalize_summary('  Summary:  "An NDA\nbetween A and B."  ') == "An NDA between A and B."
+    with pytest.raises(ValueError):
+        cut_at_word_boundary("x", 0)
+
+
+# -- cache -----------------------------------------------------------------------------------------------------
+def test_cache_key_is_unambiguous_and_ignores_doc_id() -> None:
+    ident = {"class": "X", "max_chars": 150}
+    # plain concatenation would give "ab" + "c" == "a" + "bc"; the structured encoding does not
+    assert summary_cache_key("ab", ident, {"k": "c"}) != summary_cache_key("a", ident, {"k": "bc"})
+    assert summary_cache_key("text", ident, {"a": "b", "c": ""}) != summary_cache_key("text", ident, {"a": "b\"c"})
+    assert summary_cache_key("t", {"p": "a", "q": "b"}) != summary_cache_key("t", {"p": "a\", \"q\": \"b"})
+    assert summary_cache_key("t", ident) == summary_cache_key("t", dict(reversed(list(ident.items()))))
+    assert summary_cache_key("t", ident) != summary_cache_key("t", {**ident, "max_chars": 300})
+    assert len(summary_cache_key("t", ident)) == 64
+
+
+def test_cache_roundtrip_and_corrupt_entries(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cache = SummaryCache(tmp_path / "c")
+    key = summary_cache_key("doc", {"class": "X"})
+    assert cache.get(key) is None
+    result = SummaryResult("An NDA.", "single", truncated=False, cut=True, llm_calls=3)
+    path = cache.put(key, result)
+    got = cache.get(key)
+    assert got == SummaryResult("An NDA.", "single", truncated=False, cut=True, llm_calls=0)
+    assert key in cache and len(cache) == 1
+    # truncated entry (a crashed writer of an older version), garbage, wrong key: all are misses, logged
+    for bad in (path.read_bytes()[:20], b"\xff\xfe garbage", json.dumps({"format": 1, "key": "0" * 64}).encode()):
+        path.write_bytes(bad)
+        with caplog.at_level("WARNING"):
+            assert cache.get(key) is None
+        assert "corrupt" in caplog.text
+    cache.put(key, result)  # the next write repairs it
+    assert cache.get(key) is not None
+    assert not list(path.parent.glob("*.tmp"))  # no temporary files left behind
+    with pytest.raises(ValueError):
+        cache.get("../../etc/passwd")
+
+
+def _writer(directory: str, worker: int, n: int) -> None:
+    cache = SummaryCache(directory)
+    for i in range(n):
+        key = summary_cache_key(f"doc {i}", {"class": "X"})
+        cache.put(key, SummaryResult(f"summary {i}", "single"))
+        got = cache.get(key)
+        assert got is not None and got.summary == f"summary {i}", (worker, i)
+
+
+def test_cache_is_safe_under_concurrent_processes(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 40)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    cache = SummaryCache(tmp_path)
+    assert len(cache) == 40
+    for i in range(40):
+        got = cache.get(summary_cache_key(f"doc {i}", {"class": "X"}))
+        assert got is not None and got.summary == f"summary {i}"
+
+
+# -- extractive ------------------------------------------------------------------------------------------------
+NDA = (
+    "Exhibit 10.4\n\nCONFIDENTIAL TREATMENT REQUESTED\n\nMUTUAL NON-DISCLOSURE AGREEMENT\n\nThis Mutual Non-Disclosure "
+    "Agreement is made as of March 3, 2021 by and between Kestrel Analytics, Inc., a Delaware corporation "
+    "(\"Kestrel\"), and Marlow Biotech Ltd., a company registered in England and Wales (\"Marlow\"). "
+    "WHEREAS the parties wish to evaluate a genomics collaboration. Kestrel shall protect sequencing data. "
+)
+LEASE = (
+    "COMMERCIAL LEASE AGREEMENT\n\nThis Lease is entered into on June 1, 2019 between Alder Properties LLC and "
+    "Birchwood Bakery Corp. The Tenant shall pay rent for the bakery premises and keep the ovens insured. "
+)
+
+
+def test_extractive_finds_type_parties_date_behind_cover_page() -> None:
+    assert find_document_type(NDA) == "Mutual Non-Disclosure Agreement"
+    assert find_parties(NDA) == ["Kestrel Analytics, Inc.", "Marlow Biotech Ltd."]
+    assert find_date(NDA) == "March 3, 2021"
+    assert find_document_type("AGREEMENT AND PLAN OF MERGER\nby and among") == "Agreement and Plan of Merger"
+    assert find_parties(
+        "AGREEMENT AND PLAN OF MERGER by and among SKY PARENT INC. PROJECT SKY MERGER SUB INC. and CLOUDERA, INC. "
+        "Dated as of June 1, 2021"
+    ) == ["SKY Parent Inc.", "Project SKY Merger Sub Inc.", "Cloudera, Inc."]  # 3-letter words: acronyms
+
+
+def test_extractive_summary_is_contrastive_deterministic_and_bounded() -> None:
+    corpus = [NDA, LEASE, NDA.replace("genomics", "robotics").replace("Kestrel", "Osprey")]
+    summarizer = ExtractiveSummarizer(max_chars=150).fit(corpus)
+    result = summarizer.summarize(NDA)
+    assert result.strategy == "extractive" and result.llm_calls == 0
+    assert result.summary.startswith(
+        "Mutual Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech Ltd."
+    )
+    assert len(result.summary) <= 150
+    lease = summarizer.summarize(LEASE).summary
+    assert lease.startswith("Commercial Lease Agreement between Alder Properties LLC and Birchwood Bakery Corp.")
+    assert "genomics" in ExtractiveSummarizer(max_chars=300).fit(corpus).summarize(NDA).summary
+    again = ExtractiveSummarizer(max_chars=150).fit(list(reversed(corpus)))
+    assert again.summarize(NDA) == result  # order of the corpus does not matter
+    assert again.identity() == summarizer.identity()
+    other = ExtractiveSummarizer(max_chars=150).fit(corpus[:2])
+    assert other.identity()["corpus_fingerprint"] != summarizer.identity()["corpus_fingerprint"]
+    for limit in (20, 60, 90):
+        assert len(ExtractiveSummarizer(max_chars=limit).fit(corpus).summarize(NDA).summary) <= limit
+
+
+def test_extractive_requires_fit_and_folds_metadata() -> None:
+    with pytest.raises(RuntimeError, match="not fitted"):
+        ExtractiveSummarizer().summarize(NDA)
+    with pytest.raises(ValueError):
+        ExtractiveSummarizer().fit(["", "  "])
+    plain = ExtractiveSummarizer().fit([NDA, LEASE])
+    assert plain.summarize(NDA, {"file_name": "x.txt"}).summary == plain.summarize(NDA).summary  # content-only
+    folded = ExtractiveSummarizer(metadata_keys=["file_name"]).fit([NDA, LEASE])
+    summary = folded.summarize(NDA, {"file_name": "/data/contracts/kestrel_marlow%20nda.txt"}).summary
+    assert summary.startswith("kestrel marlow nda. Mutual Non-Disclosure Agreement")
+    assert plain.summarize("   ").strategy == "empty"
+    with pytest.raises(TypeError):
+        plain.summarize(b"bytes")  # type: ignore[arg-type]
+
+
+@requires_legalbench
+def test_extractive_on_real_legalbench_documents() -> None:
+    wanted = {
+        "cuad/ALCOSTORESINC_12_14_2005-EX-10.26-AGENCY AGREEMENT.txt":
+            ("Agency Agreement", ["General Electric Capital Corporation", "Duckwall-Alco Stores, Inc."]),
+        "maud/Adamas_Pharmaceuticals_Supernus_Pharmaceuticals.txt":
+            ("Agreement and Plan of Merger", ["Adamas Pharmaceuticals, Inc.", "Supernus Pharmaceuticals, Inc."]),
+        "contractnli/ExcelerateStandardNDAFormat.txt": ("Non-Disclosure Agreement", ["Excelerate"]),
+        "privacy_qa/Fiverr.txt": ("Privacy policy", ["Fiverr"]),
+        "cuad/BICYCLETHERAPEUTICSPLC_03_10_2020-EX-10.11-SERVICE AGREEMENT.txt":
+            ("Service Agreement", ["Nigel Crockett"]),
+    }
+    texts = {}
+    with tarfile.open(LEGALBENCH / "corpus.tar.xz") as tar:
+        for member in tar:
+            name = member.name.split("corpus/", 1)[-1]
+            if name in wanted or (member.isfile() and len(texts) < 40 and name.endswith(".txt")):
+                handle = tar.extractfile(member)
+                assert handle is not None
+                texts[name] = handle.read().decode("utf-8")
+            if all(w in texts for w in wanted) and len(texts) >= 40:
+                break
+    summarizer = ExtractiveSummarizer(max_chars=150).fit(texts.values())
+    summaries = {name: summarizer.summarize(texts[name]).summary for name in texts}
+    for name, (doc_type, parties) in wanted.items():
+        summary = summaries[name]
+        assert summary.startswith(doc_type), summary
+        for party in parties:
+            assert party in summary, (party, summary)
+        assert len(summary) <= 150
+    assert len(set(summaries.values())) == len(summaries)  # every document gets its own fingerprint
+
+
+# -- LLM summarizer --------------------------------------------------------------------------------------------
+def test_llm_summarizer_prompt_and_single_call() -> None:
+    llm = RecordingLLM(script=["Summary: Mutual NDA between Kestrel and Marlow on genomics data."])
+    summarizer = LLMSummarizer(llm=llm)
+    result = summarizer.summarize(NDA)
+    assert result == SummaryResult("Mutual NDA between Kestrel and Marlow on genomics data.", "single", llm_calls=1)
+    assert len(llm.prompts) == 1
+    assert "at most 150 characters" in llm.prompts[0] and document_of(llm.prompts[0]) == NDA
+    assert summarizer.summarize("") == SummaryResult("", "empty") and len(llm.prompts) == 1  # no call
+
+
+def test_llm_summarizer_expert_prompts_and_identity() -> None:
+    llm = RecordingLLM()
+    generic = LLMSummarizer(llm=llm)
+    nda = LLMSummarizer.expert_nda(llm)
+    privacy = LLMSummarizer.expert_privacy_policy(llm)
+    assert nda.max_chars == 300 and nda.prompt is NDA_SUMMARY_PROMPT
+    assert "privacy policy" in privacy.prompt.get_template()
+    hashes = {generic.identity_hash(), nda.identity_hash(), privacy.identity_hash(),
+              LLMSummarizer(llm=llm, max_chars=100).identity_hash(),
+              LLMSummarizer(llm=RecordingLLM(model_name="other")).identity_hash()}
+    assert len(hashes) == 5
+    assert generic.identity()["prompt"] == GENERIC_SUMMARY_PROMPT.get_template()
+    assert LLMSummarizer(llm=llm, max_retries=9, timeout=1).identity() == generic.identity()  # not output-relevant
+    with pytest.raises(ValueError, match="metadata"):
+        LLMSummarizer(llm=llm, metadata_keys=["title"], prompt=GENERIC_SUMMARY_PROMPT.__class__(
+            "Summarize {document} in {max_chars} characters."))
+    with pytest.raises(ValueError, match="document"):
+        LLMSummarizer(llm=llm, prompt=GENERIC_SUMMARY_PROMPT.__class__("Summarize in {max_chars} characters."))
+
+
+def test_llm_summarizer_folds_metadata_only_when_asked() -> None:
+    llm = RecordingLLM()
+    LLMSummarizer(llm=llm).summarize(NDA, {"title": "Kestrel NDA"})
+    LLMSummarizer(llm=llm, metadata_keys=["title"]).summarize(NDA, {"title": "Kestrel NDA"})
+    assert "Kestrel NDA" not in llm.prompts[0]
+    assert "Document metadata: title: Kestrel NDA" in llm.prompts[1]
+
+
+def test_llm_length_control_retry_then_cut() -> None:
+    long = "Mutual NDA between Kestrel Analytics and Marlow Biotech " + "covering data " * 20
+    llm = RecordingLLM(script=[long, "Mutual NDA, Kestrel and Marlow."])
+    result = LLMSummarizer(llm=llm, max_chars=50).summarize(NDA)
+    assert result.summary == "Mutual NDA, Kestrel and Marlow." and not result.cut and result.llm_calls == 2
+    assert "Shorten the following summary to at most 50 characters" in llm.prompts[1]
+    llm = RecordingLLM(script=[long, long])
+    result = LLMSummarizer(llm=llm, max_chars=50, length_tolerance=0.2).summarize(NDA)
+    assert result.cut and len(result.summary) <= 60 and long.startswith(result.summary)
+    llm = RecordingLLM(script=["", "  "])
+    with pytest.raises(SummarizationError, match="empty"):
+        LLMSummarizer(llm=llm).summarize(NDA)
+
+
+def test_llm_map_reduce_reads_every_window_case_18() -> None:
+    case = load_case("18")
+    text = case["input"]["text"]
+    llm = RecordingLLM(responder=lambda p: f"{document_of(p)[:60]} .. {document_of(p)[-60:]}")
+    window = case["params"]["summarizer_max_input_chars"]
+    result = LLMSummarizer(llm=llm, max_input_chars=window, max_chars=150).summarize(text)
+    assert result.strategy == "map_reduce" and not result.truncated
+    maps = [document_of(p) for p in llm.prompts if p.startswith("You are an expert legal summarizer. Below is one")]
+    assert "".join(maps) == text  # the windows tile the document: every character was read
+    assert all(len(m) <= window for m in maps)
+    assert len(llm.prompts) == len(maps) + 1 + (result.llm_calls - len(maps) - 1)
+    assert result.llm_calls == len(llm.prompts) and len(maps) == 3
+    assert case["input"]["late_fact"][:50] in "".join(maps)
+
+
+def test_llm_head_tail_is_flagged_truncated() -> None:
+    text = load_case("18")["input"]["text"]
+    llm = RecordingLLM()
+    result = LLMSummarizer(llm=llm, max_input_chars=2000, long_document="head_tail").summarize(text)
+    assert result.strategy == "head_tail" and result.truncated and result.llm_calls == 1
+    doc = document_of(llm.prompts[0])
+    assert len(doc) <= 2000 and doc.startswith(text[:100]) and doc.endswith(text[-100:]) and "[...]" in doc
+
+
+def test_llm_retries_transient_errors_with_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(delay: float) -> None:
+        sleeps.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr("llama_index_sac.summarizers.llm.asyncio.sleep", fake_sleep)
+    llm = RecordingLLM(script=[HTTPStatusError(429), TimeoutError("slow"), ConnectionError("reset"), "An NDA."])
+    result = LLMSummarizer(llm=llm, max_retries=3, retry_initial_delay=0.5, retry_max_delay=1.5).summarize(NDA)
+    assert result.summary == "An NDA." and result.llm_calls == 4
+    assert sleeps == [0.5, 1.0, 1.5]  # exponential, capped
+    llm = RecordingLLM(script=[HTTPStatusError(500)] * 3)
+    with pytest.raises(SummarizationError, match="after 3 attempt") as info:
+        LLMSummarizer(llm=llm, max_retries=2, **FAST).summarize(NDA)
+    assert isinstance(info.value.__cause__, HTTPStatusError) and info.value.attempts == 3
+    llm = RecordingLLM(script=[HTTPStatusError(400), "never"])
+    with pytest.raises(SummarizationError, match="non-transient"):
+        LLMSummarizer(llm=llm, max_retries=5, **FAST).summarize(NDA)
+    assert len(llm.prompts) == 1  # a client error is not retried
+
+
+def test_llm_timeout_is_transient() -> None:
+    llm = RecordingLLM(delay=0.5)
+    with pytest.raises(SummarizationError, match="TimeoutError"):
+        LLMSummarizer(llm=llm, timeout=0.05, max_retries=1, **FAST).summarize(NDA)
+    assert len(llm.prompts) == 0  # both attempts were cut before the fake answered
+
+
+@pytest.mark.parametrize(
+    ("exc", "transient"),
+    [(TimeoutError(), True), (ConnectionResetError(), True), (HTTPStatusError(429), True),
+     (HTTPStatusError(503), True), (HTTPStatusError(404), False), (ValueError("bad"), False),
+     (type("APIConnectionError", (Exception,), {})(), True), (type("RateLimitError", (Exception,), {})(), True)],
+)
+def test_is_transient_error(exc: BaseException, transient: bool) -> None:
+    assert is_transient_error(exc) is transient
