@@ -94,6 +94,11 @@ class RunConfig(BaseModel):
         description="LLM summarizer, documents longer than its input window: map_reduce (read every window) or "
         "head_tail (one request on the start and the end; see llama_index_sac.summarizers.llm).",
     )
+    summary_metadata: list[str] = Field(
+        default_factory=list,
+        description="Document metadata keys folded into the summary (the summarizer's metadata_keys, e.g. "
+        "['file_name']): [] is content-only, ['file_name'] the metadata-aware setting.",
+    )
     embed_metadata: list[str] = Field(
         default_factory=list,
         description="Document metadata keys embedded with every chunk: [] (SAC paper setting) or ['file_path'] "
@@ -109,7 +114,7 @@ class RunConfig(BaseModel):
             raise ValueError(f"configuration {self.name!r}: summarizer=llm needs llm=<model name or .gguf path>")
         if self.parser != "semantic" and self.chunk_overlap >= self.chunk_size:
             raise ValueError(f"configuration {self.name!r}: chunk_overlap must be < chunk_size")
-        unknown = set(self.embed_metadata) - {"file_path", "file_name", "dataset"}
+        unknown = set(self.embed_metadata + self.summary_metadata) - {"file_path", "file_name", "dataset"}
         if unknown:
             raise ValueError(f"configuration {self.name!r}: unknown embed_metadata keys {sorted(unknown)}")
         return self
@@ -154,7 +159,9 @@ def parse_config(
                 f"bad option {item!r} in configuration {spec!r}: expected key=value with key in "
                 f"{', '.join(RunConfig.model_fields)}"
             )
-        own[key] = [v for v in value.split("+") if v] if key == "embed_metadata" else value.strip()
+        own[key] = (
+            [v for v in value.split("+") if v] if key in ("embed_metadata", "summary_metadata") else value.strip()
+        )
     values.update(own)
     if own and "name" not in own:
         values["name"] = f"{preset}[{rest.strip()}]"
@@ -291,10 +298,13 @@ def _summarizers_for(config: RunConfig, datasets: Sequence[str], say: Callable[[
     except ImportError as exc:
         raise EvaluationSetupError(f"summarizers are not available in this install: {exc}") from None
     if config.summarizer == "extractive":
-        shared = summarizers.ExtractiveSummarizer(max_chars=config.summary_chars)
+        shared = summarizers.ExtractiveSummarizer(
+            max_chars=config.summary_chars, metadata_keys=list(config.summary_metadata)
+        )
         return {dataset: shared for dataset in datasets}
     generic = _build_llm_summarizer(
-        config, summarizers, max_chars=config.summary_chars, long_document=config.long_document
+        config, summarizers, max_chars=config.summary_chars, long_document=config.long_document,
+        metadata_keys=list(config.summary_metadata),
     )
     if config.prompt == "generic":
         return {dataset: generic for dataset in datasets}
@@ -305,7 +315,9 @@ def _summarizers_for(config: RunConfig, datasets: Sequence[str], say: Callable[[
             say(f"[{config.name}] no expert prompt for dataset {dataset!r}: its documents get the generic prompt")
             out[dataset] = generic
         else:
-            out[dataset] = getattr(summarizers.LLMSummarizer, factory)(generic.llm, long_document=config.long_document)
+            out[dataset] = getattr(summarizers.LLMSummarizer, factory)(
+                generic.llm, long_document=config.long_document, metadata_keys=list(config.summary_metadata)
+            )
     return out
 
 
