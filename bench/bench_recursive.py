@@ -350,8 +350,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"# ours / {tool}: text {med[(tool, 'text')] / med[('ours', 'text')]:.2f}x, "
                       f"end to end {med[(tool, 'doc')] / med[('ours', 'doc')]:.2f}x")
     if memory:
-        methods = {m.get("method") for m in memory.values() if "method" in m}
-        print(f"# memory: peak RSS above the post-load baseline, one subprocess per tool, doc API ({', '.join(methods)})")
+        methods = ", ".join(sorted({str(m["method"]) for m in memory.values() if "method" in m}))
+        print(f"# memory: peak RSS above the post-load baseline, one subprocess per tool, doc API ({methods})")
     if args.json:
         args.json.write_text(json.dumps({
             "documents": len(docs), "characters": n_chars, "rounds": args.rounds,

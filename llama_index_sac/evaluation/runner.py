@@ -269,7 +269,8 @@ def _build_llm_summarizer(config: RunConfig, summarizers: Any, **kwargs: Any) ->
     cls = summarizers.LLMSummarizer
     if model.endswith(".gguf") or Path(model).expanduser().is_file():
         try:
-            return cls.from_gguf(model, **kwargs)
+            # every core: llama-cpp-python's default (half the cores) leaves one of two cores idle
+            return cls.from_gguf(model, n_threads=os.cpu_count(), **kwargs)
         except (FileNotFoundError, ImportError) as exc:
             raise EvaluationSetupError(str(exc)) from None
     if config.llm_api_base:

@@ -1,0 +1,138 @@
+"""Publish a finished ``llama-sac eval`` run into ``docs/results/<name>/`` and print its markdown for docs/results.md.
+
+    python scripts/publish_results.py /tmp/lbr/cp-grid/results.json cp-grid [--compare baseline:sac] [--k 8]
+
+Writes ``docs/results/<name>/results.json`` (the run's results.json WITHOUT the per-query records, which make it
+several MB: configuration, aggregates, confusions, summaries, timings, peak memory and the exact command are kept) and
+``docs/results/<name>/{drm,precision,recall}_at_k.png`` (``llama_index_sac.evaluation.report.write_plots``). Prints:
+the overall and per-dataset markdown tables, the means over k, timings, the most-confused document pairs, and, for
+each ``--compare A:B`` pair of configurations, queries that B fixes (DRM@k of A > 0.5, B = 0) and queries it does not
+(DRM@k of B > 0.5). Nothing is recomputed: every number is read from the results.json given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from llama_index_sac.evaluation import report
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def slim(results: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``results`` without the per-query records (aggregates are kept)."""
+    out = dict(results)
+    out["configs"] = [{k: v for k, v in c.items() if k != "records"} for c in results["configs"]]
+    out["records_dropped"] = "per-query records left out of the published copy (see the command to regenerate)"
+    return out
+
+
+def mean_over_k(config: dict[str, Any], scope: str, metric: str) -> float | None:
+    block = config["aggregates"]["overall"] if scope == "overall" else config["aggregates"]["datasets"][scope]
+    values = [v[metric] for v in block.values() if v.get(metric) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _by_query(config: dict[str, Any], k: int) -> dict[str, dict[str, Any]]:
+    out = {}
+    for rec in config["records"]:
+        if rec.get("scores") is None:
+            continue
+        scores = rec["scores"].get(str(k)) or rec["scores"].get(k)
+        out[rec["query_id"]] = {"rec": rec, "scores": scores}
+    return out
+
+
+def _top_wrong(rec: dict[str, Any], k: int) -> str:
+    gold = {span[0] for span in rec["gold"]}
+    wrong: dict[str, int] = {}
+    for doc_id, start, end in rec["retrieved"][:k]:
+        if doc_id not in gold and end > start:
+            wrong[doc_id] = wrong.get(doc_id, 0) + 1
+    if not wrong:
+        return "-"
+    doc, n = max(wrong.items(), key=lambda item: (item[1], item[0]))
+    return f"{doc} ({n}/{k})"
+
+
+def compare(results: dict[str, Any], a: str, b: str, k: int, n: int = 4) -> str:
+    configs = {c["config"]["name"]: c for c in results["configs"]}
+    qa, qb = _by_query(configs[a], k), _by_query(configs[b], k)
+    fixed, not_fixed = [], []
+    for qid, ra in qa.items():
+        rb = qb.get(qid)
+        if rb is None or ra["scores"]["drm"] is None or rb["scores"]["drm"] is None:
+            continue
+        if ra["scores"]["drm"] > 0.5 and rb["scores"]["drm"] == 0:
+            fixed.append((qid, ra, rb))
+        if rb["scores"]["drm"] > 0.5:
+            not_fixed.append((qid, ra, rb))
+    lines = [f"{b} vs {a} at k={k}: {len(fixed)} queries fixed (DRM {a} > 0.5, {b} = 0); "
+             f"{len(not_fixed)} queries with DRM {b} > 0.5 (of {len(qa)})", ""]
+    for title, rows in (("fixed", fixed), ("not fixed", not_fixed)):
+        # spread the examples over datasets: first of each dataset, then the next...
+        by_ds: dict[str, list[Any]] = {}
+        for row in rows:
+            by_ds.setdefault(row[1]["rec"]["dataset"], []).append(row)
+        picked: list[Any] = []
+        while len(picked) < n and any(by_ds.values()):
+            for ds in sorted(by_ds):
+                if by_ds[ds] and len(picked) < n:
+                    picked.append(by_ds[ds].pop(0))
+        lines.append(f"{title}:")
+        for qid, ra, rb in picked:
+            rec = ra["rec"]
+            gold = sorted({span[0] for span in rec["gold"]})
+            lines.append(
+                f"- `{qid}` {rec['query'][:160]!r} gold {', '.join(gold)}; {a}: DRM@{k} {ra['scores']['drm']:.2f}, "
+                f"recall {ra['scores']['recall']:.2f}, top wrong {_top_wrong(rec, k)}; {b}: DRM@{k} "
+                f"{rb['scores']['drm']:.2f}, recall {rb['scores']['recall']:.2f}, top wrong {_top_wrong(rb['rec'], k)}"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_json", type=Path)
+    parser.add_argument("name", help="folder name under docs/results/")
+    parser.add_argument("--compare", action="append", default=[], help="A:B configuration names (B fixes A?)")
+    parser.add_argument("--k", type=int, default=8, help="k of the fixed/not-fixed query examples")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
+    args = parser.parse_args(argv)
+
+    results = json.loads(args.results_json.read_text(encoding="utf-8"))
+    out = args.out / args.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(slim(results), indent=1), encoding="utf-8")
+    report.write_plots(results, out)
+
+    print(f"command: `{results['command']}`\n")
+    print(f"wall {results['timings']['wall_s']:.0f} s, peak memory {results['peak_memory_mb']:.0f} MiB; "
+          f"{results['benchmark']['n_documents']} documents, {results['benchmark']['n_characters']:,} characters, "
+          f"{results['benchmark']['n_queries']} queries\n")
+    for c in results["configs"]:
+        t = ", ".join(f"{key[:-2]} {v:.0f} s" for key, v in c["timings"].items())
+        print(f"- {c['config']['name']}: {c['n_chunks']} chunks ({c['chunks_embedded']} embedded, "
+              f"{c['chunks_from_cache']} from cache), mean embedded text {c['mean_embedded_chars']:.0f} chars; {t}")
+    scopes = ["overall", *results["benchmark"]["datasets"]]
+    for scope in scopes:
+        print(f"\n{scope}:\n\n" + report.format_markdown(results, scope))
+    print("\nmean over k (overall):\n\n| config | DRM | precision | recall |\n|---|---:|---:|---:|")
+    for c in results["configs"]:
+        vals = [mean_over_k(c, "overall", m) for m in ("drm", "precision", "recall")]
+        print(f"| {c['config']['name']} | " + " | ".join(f"{100 * v:.2f}%" if v is not None else "-" for v in vals)
+              + " |")
+    print("\n" + report.format_confusions(results, top=5))
+    for pair in args.compare:
+        a, _, b = pair.partition(":")
+        print("\n" + compare(results, a, b, args.k))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
