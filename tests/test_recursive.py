@@ -401,3 +401,15 @@ def test_async_parsing_matches_sync():
     sync_nodes = parser.get_nodes_from_documents(docs)
     async_nodes = asyncio.run(parser.aget_nodes_from_documents(docs))
     assert [(n.node_id, n.text) for n in sync_nodes] == [(n.node_id, n.text) for n in async_nodes]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(["a", "bb", " ", "  ", "\n", "\n\n\n", ". ", ".. ", "\n\n"]), max_size=80).map(
+    "".join), size=st.integers(1, 40), data=st.data())
+def test_character_fast_path_equals_generic_length_function(text, size, data):
+    """The rfind fast path (length_function=None) and the generic path (length_function=len) cut identically,
+    including runs of overlapping separators such as "\\n\\n\\n"."""
+    overlap = data.draw(st.integers(0, size - 1))
+    fast = recursive_chunk_spans(text, chunk_size=size, chunk_overlap=overlap)
+    generic = recursive_chunk_spans(text, chunk_size=size, chunk_overlap=overlap, length_function=len)
+    assert fast == generic

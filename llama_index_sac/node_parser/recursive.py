@@ -136,7 +136,7 @@ class _Splitter:
             while pos != -1:
                 if pos + width < e:
                     ends.append(pos + width)
-                pos = self.text.find(sep, pos + width, e)
+                pos = self.text.find(sep, pos + 1, e)  # overlapping occurrences, as rfind sees them
         ends.append(e)
         return ends
 
@@ -166,9 +166,9 @@ class _Splitter:
             if self.fits(p, e):
                 self.out.append((p, e))
                 return
-            b = self.furthest(ends, sep, p, e)
+            b = self.furthest(ends, sep, s, p, e)
             if b is None:  # the piece starting at p is longer than chunk_size: split it with finer separators
-                piece_end = self.next_end(ends, sep, p, e)
+                piece_end = self.next_end(ends, sep, s, p, e)
                 if level + 1 < len(self.separators):
                     self.split(p, piece_end, level + 1)
                 else:
@@ -178,13 +178,16 @@ class _Splitter:
             self.out.append((p, b))
             if b >= e:
                 return
-            p = self.overlap_start(level, ends, p, b, e) if self.overlap else b
+            p = self.overlap_start(level, ends, s, p, b, e) if self.overlap else b
 
-    def furthest(self, ends: list[int] | None, sep: str, p: int, e: int) -> int | None:
+    # The fast path (``ends is None``) searches the text directly; its piece ends are those of the generic path:
+    # the ends of every occurrence of ``sep`` (overlapping ones included) that starts at or after the segment start
+    # ``s``, plus ``e``. So ``length_function=len`` and the fast path cut identically (a test pins it).
+    def furthest(self, ends: list[int] | None, sep: str, s: int, p: int, e: int) -> int | None:
         """Furthest piece end ``b`` in ``(p, e]`` with ``text[p:b]`` within size, or ``None``."""
         if ends is None:  # character length, plain separator: one rfind over the window
             limit = min(p + self.size, e)
-            pos = self.text.rfind(sep, p, limit)
+            pos = self.text.rfind(sep, max(s, p - len(sep) + 1), limit)
             return None if pos == -1 else pos + len(sep)
         lo = bisect_right(ends, p)
         if lo == len(ends) or not self.fits(p, ends[lo]):
@@ -194,26 +197,26 @@ class _Splitter:
         lo = _last_true(lo, len(ends) - 1, lambda i: self.fits(p, ends[i]))
         return ends[lo]
 
-    def next_end(self, ends: list[int] | None, sep: str, p: int, e: int) -> int:
+    def next_end(self, ends: list[int] | None, sep: str, s: int, p: int, e: int) -> int:
         """Smallest piece end after ``p`` (``e`` if none)."""
         if ends is None:
-            pos = self.text.find(sep, p, e)
+            pos = self.text.find(sep, max(s, p - len(sep) + 1), e)
             return e if pos == -1 or pos + len(sep) >= e else pos + len(sep)
         return ends[bisect_right(ends, p)]
 
-    def boundaries_between(self, ends: list[int] | None, sep: str, lo: int, hi: int) -> list[int]:
+    def boundaries_between(self, ends: list[int] | None, sep: str, s: int, lo: int, hi: int) -> list[int]:
         """Piece ends ``q`` with ``lo <= q < hi`` in increasing order."""
         if ends is not None:
             return ends[bisect_left(ends, lo) : bisect_left(ends, hi)]
         found, width = [], len(sep)
-        pos = self.text.find(sep, max(lo - width, 0), hi)
+        pos = self.text.find(sep, max(lo - width, s), hi)
         while pos != -1 and pos + width < hi:
             if pos + width >= lo:
                 found.append(pos + width)
             pos = self.text.find(sep, pos + 1, hi)
         return found
 
-    def overlap_start(self, level: int, ends: list[int] | None, p: int, b: int, e: int) -> int:
+    def overlap_start(self, level: int, ends: list[int] | None, s: int, p: int, b: int, e: int) -> int:
         """Start of the chunk after ``[p, b)``: the earliest boundary ``q`` in ``(p, b)`` with ``text[q:b]`` within
         ``chunk_overlap`` and the next piece of this level still fitting after it; ``b`` (no overlap) if none.
 
@@ -221,11 +224,12 @@ class _Splitter:
         than the overlap), the finer levels are tried in order (words, then characters). An overlap of whitespace
         only is never used."""
         sep = self.separators[level]
-        nb = self.next_end(ends, sep, b, e)
+        nb = self.next_end(ends, sep, s, b, e)
         lo = max(p + 1, b - self.overlap) if self.length is None else p + 1
         for lvl in range(level, len(self.separators)):
-            cands = ends if lvl == level else self.boundaries(lvl, lo - 1, b + 1)
-            for q in self.boundaries_between(cands, self.separators[lvl], lo, b):
+            # this level's pieces of the segment, else a finer level's pieces inside the previous chunk [p, b)
+            seg, cands = (s, ends) if lvl == level else (p, self.boundaries(lvl, p, b + 1))
+            for q in self.boundaries_between(cands, self.separators[lvl], seg, lo, b):
                 if self.within_overlap(q, b) and self.fits(q, nb) and not self.text[q:b].isspace():
                     return q
         return b
