@@ -28,6 +28,7 @@ from llama_index_sac.summarizers import (
     SummarizationError,
     SummaryCache,
 )
+from llama_index_sac.vector_store import NumpyVectorStore
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "BaseSummarizer",
     "ExtractiveSummarizer",
     "LLMSummarizer",
+    "NumpyVectorStore",
     "SummarizationError",
     "SummaryAugmentationTransformation",
     "SummaryCache",

@@ -10,7 +10,7 @@ For each :class:`RunConfig` (side by side, one shared embedding model and cache)
 4. the text each node is embedded with (``node.get_content(MetadataMode.EMBED)``: the chunk, plus the document
    summary for SAC, plus ``file_path`` for the "LlamaIndex default" configuration) is embedded through the on-disk
    :class:`~llama_index_sac.evaluation.cache.EmbeddingCache`, and the nodes with their precomputed embeddings go
-   into a real ``VectorStoreIndex`` (``SimpleVectorStore``);
+   into a real ``VectorStoreIndex`` (``NumpyVectorStore``: exact cosine top-k, one matrix product per query);
 5. retrieval: dense top-``max(ks)`` from that index, or ``hybrid`` = dense + ``BM25Retriever`` (over the same
    embedded text) fused by reciprocal rank (LlamaIndex's ``QueryFusionRetriever``, ``mode="reciprocal_rerank"``,
    one query, no LLM);
@@ -269,8 +269,7 @@ def _build_llm_summarizer(config: RunConfig, summarizers: Any, **kwargs: Any) ->
     cls = summarizers.LLMSummarizer
     if model.endswith(".gguf") or Path(model).expanduser().is_file():
         try:
-            # every core: llama-cpp-python's default (half the cores) leaves one of two cores idle
-            return cls.from_gguf(model, n_threads=os.cpu_count(), **kwargs)
+            return cls.from_gguf(model, **kwargs)
         except (FileNotFoundError, ImportError) as exc:
             raise EvaluationSetupError(str(exc)) from None
     if config.llm_api_base:
@@ -358,9 +357,13 @@ def _augment(
 
 
 def _build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseEmbedding, top_k: int) -> Any:
-    from llama_index.core import VectorStoreIndex
+    from llama_index.core import StorageContext, VectorStoreIndex
 
-    index = VectorStoreIndex(nodes, embed_model=embed_model, show_progress=False)
+    from llama_index_sac.vector_store import NumpyVectorStore
+
+    # NumpyVectorStore: exact cosine top-k like SimpleVectorStore, without rebuilding the matrix on every query
+    storage = StorageContext.from_defaults(vector_store=NumpyVectorStore())
+    index = VectorStoreIndex(nodes, embed_model=embed_model, storage_context=storage, show_progress=False)
     dense = index.as_retriever(similarity_top_k=top_k)
     if config.retrieval == "dense":
         return dense

@@ -1,0 +1,96 @@
+"""NumpyVectorStore: same top-k as LlamaIndex's SimpleVectorStore, inside a VectorStoreIndex, clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores import SimpleVectorStore
+from llama_index.core.vector_stores.types import (
+    ExactMatchFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+)
+
+from llama_index_sac.vector_store import NumpyVectorStore
+from tests.conftest import FakeEmbedding
+
+
+def _nodes(n: int, dim: int, seed: int) -> list[TextNode]:
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n, dim))
+    return [TextNode(id_=f"n{i}", text=f"chunk {i}", embedding=v.tolist()) for i, v in enumerate(vectors)]
+
+
+@pytest.mark.parametrize("k", [1, 5, 50, 500])
+def test_same_top_k_as_simple_vector_store(k):
+    nodes = _nodes(300, 16, seed=k)
+    ours, simple = NumpyVectorStore(), SimpleVectorStore()
+    ours.add(nodes)
+    simple.add(nodes)
+    rng = np.random.default_rng(99)
+    for _ in range(10):
+        query = VectorStoreQuery(query_embedding=rng.normal(size=16).tolist(), similarity_top_k=k)
+        a, b = ours.query(query), simple.query(query)
+        assert a.ids == b.ids
+        assert np.allclose(a.similarities, b.similarities, atol=1e-5)
+        assert [n.node_id for n in a.nodes] == a.ids
+
+
+def test_ties_by_insertion_order_and_delete():
+    nodes = [TextNode(id_=f"n{i}", text="x", embedding=[1.0, 0.0]) for i in range(4)]
+    for i, node in enumerate(nodes):
+        node.relationships = {}
+        node.metadata = {"i": i}
+    store = NumpyVectorStore()
+    store.add(nodes)
+    assert store.query(VectorStoreQuery(query_embedding=[1.0, 0.0], similarity_top_k=3)).ids == ["n0", "n1", "n2"]
+    doc_node = TextNode(id_="d", text="y", embedding=[0.0, 1.0])
+    doc_node.relationships = {}
+    store.add([doc_node])
+    assert store.query(VectorStoreQuery(query_embedding=[0.0, 1.0], similarity_top_k=1)).ids == ["d"]
+
+
+def test_in_a_vector_store_index(fake_embedding: FakeEmbedding):
+    nodes = [TextNode(id_=f"n{i}", text=t) for i, t in enumerate(["governing law of Delaware", "notice period",
+                                                                    "confidential information", "termination"])]
+    index = VectorStoreIndex(
+        nodes, embed_model=fake_embedding, storage_context=StorageContext.from_defaults(vector_store=NumpyVectorStore())
+    )
+    hits = index.as_retriever(similarity_top_k=2).retrieve("governing law of Delaware")
+    assert hits[0].node.node_id == "n0" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert len(hits) == 2
+
+
+def test_errors():
+    store = NumpyVectorStore()
+    with pytest.raises(ValueError, match="no embedding"):
+        store.add([TextNode(id_="a", text="x")])
+    store.add([TextNode(id_="a", text="x", embedding=[1.0, 0.0])])
+    with pytest.raises(NotImplementedError, match="mode"):
+        store.query(VectorStoreQuery(query_embedding=[1.0, 0.0], mode=VectorStoreQueryMode.MMR))
+    assert store.query(VectorStoreQuery(query_embedding=[1.0, 0.0], similarity_top_k=0)).ids == []
+
+
+def test_node_ids_doc_ids_and_metadata_filters_restrict_candidates():
+    nodes = _nodes(40, 8, seed=3)
+    for i, node in enumerate(nodes):
+        node.metadata = {"party": "acme" if i % 2 else "globex"}
+    ours, simple = NumpyVectorStore(), SimpleVectorStore()
+    ours.add(nodes)
+    simple.add(nodes)
+    q = np.random.default_rng(5).normal(size=8).tolist()
+    filters = MetadataFilters(filters=[ExactMatchFilter(key="party", value="acme")])
+    for query in (
+        VectorStoreQuery(query_embedding=q, similarity_top_k=5, filters=filters),
+        VectorStoreQuery(query_embedding=q, similarity_top_k=5, node_ids=["n1", "n2", "n3"]),
+    ):
+        assert ours.query(query).ids == simple.query(query).ids
+    unrestricted = VectorStoreQuery(query_embedding=q, similarity_top_k=5)
+    assert ours.query(VectorStoreQuery(query_embedding=q, similarity_top_k=5, node_ids=[])).ids == simple.query(
+        unrestricted
+    ).ids
+    assert all(int(i[1:]) % 2 for i in ours.query(VectorStoreQuery(query_embedding=q, similarity_top_k=5,
+                                                                   filters=filters)).ids)
