@@ -31,7 +31,11 @@ cut at a word boundary and flagged (``cut=True``). With ``metadata_keys`` the na
 Corpus rule (identity and cache key): :meth:`fit` stores ``corpus_fingerprint``, the ``sha256`` of the sorted
 ``sha256``\\ s of the fitted texts (order and document ids do not matter) plus the settings that shape the TF-IDF
 model. It is part of :meth:`identity`, so a summary cached for one corpus is never served for another; refitting on
-the same texts gives the same fingerprint (and hits the cache).
+the same texts gives the same fingerprint (and hits the cache). A fitted text's TF-IDF row is found by the text itself
+(the summarizer keeps references to the fitted texts); any other text is transformed with the fitted model.
+
+Speed: about 1 ms per document after :meth:`fit` (LegalBench-RAG, 112k characters per document on average), which
+reads at most ``lead_chars`` + ``term_sample_chars`` characters of each; see ``bench/bench_summaries.py``.
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -103,15 +108,22 @@ _WINDOW_STOP_RE = re.compile(
 _SENTENCE_END_RE = re.compile(r"\.\s+(?=[A-Z])")
 _ABBREV_END_RE = re.compile(rf"(?:(?:^|[\s,])(?i:{_SUFFIX})|\b(?:No|Dr|Mr|Mrs|Ms|St|Jr|Sr)|\b[A-Z])$")
 _PAREN_RE = re.compile(r"\([^()]{0,300}\)|“[^”]{0,120}”|\"[^\"]{0,120}\"|ʺ[^ʺ]{0,120}ʺ")
-_A_CORP_RE = re.compile(
-    r"((?:[A-Z0-9][\w&'’.\-]*[ \t]+){0,6}?(?:[A-Z0-9][\w&'’.\-]*)(?:,?[ \t]+(?i:" + _SUFFIX + r")\.?)?),\s+an?\s+"
-    r"(?:[A-Z][\w\-]*\s+){0,3}(?:corporation|company|limited|partnership|bank|association|trust|"
+# ``X, a Delaware corporation`` and ``X ("we", "us")``. Each TAIL (the part after the name) is a cheap necessary
+# condition: without a tail match there is no match, and an ``X, a ...`` name never spans a newline, so its scan
+# can start at the line of the first tail (the name patterns are slow to try at every position of a lead).
+_A_CORP_TAIL = (
+    r",\s+an?\s+(?:[A-Z][\w\-]*\s+){0,3}(?:corporation|company|limited|partnership|bank|association|trust|"
     r"limited\s+liability\s+company|société|gmbh)\b"
 )
-_WE_RE = re.compile(
-    r"([A-Z][\w.&'’\-]*(?:[ \t]+[A-Z][\w.&'’\-]*){0,3}(?:,?[ \t]+(?i:" + _SUFFIX + r")\.?)?)\s*\(\s*"
-    r"(?:collectively,?\s+|together\s+)?(?:the\s+)?[\"“']?(?:we|us|our)\b",
+_A_CORP_RE = re.compile(
+    r"((?:[A-Z0-9][\w&'’.\-]*[ \t]+){0,6}?(?:[A-Z0-9][\w&'’.\-]*)(?:,?[ \t]+(?i:" + _SUFFIX + r")\.?)?)" + _A_CORP_TAIL
 )
+_A_CORP_TAIL_RE = re.compile(_A_CORP_TAIL)
+_WE_TAIL = r"\(\s*(?:collectively,?\s+|together\s+)?(?:the\s+)?[\"“']?(?:we|us|our)\b"
+_WE_RE = re.compile(
+    r"([A-Z][\w.&'’\-]*(?:[ \t]+[A-Z][\w.&'’\-]*){0,3}(?:,?[ \t]+(?i:" + _SUFFIX + r")\.?)?)\s*" + _WE_TAIL
+)
+_WE_TAIL_RE = re.compile(_WE_TAIL)
 _STATES = (
     "alabama alaska arizona arkansas california colorado connecticut delaware florida georgia hawaii idaho illinois "
     "indiana iowa kansas kentucky louisiana maine maryland massachusetts michigan minnesota mississippi missouri "
@@ -149,9 +161,9 @@ _DATE = (
     rf"{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?{_MONTH},?\s+"
     r"\d{4}"
 )
-_DATED_RE = re.compile(
-    rf"\b(?:dated|as\s+of|effective(?:\s+date)?|made(?:\s+and\s+entered\s+into)?(?:\s+on)?|entered\s+into\s+on|"
-    rf"last\s+(?:updated|modified|revised))\s*:?\s*(?:as\s+of\s+)?(?:this\s+)?(?:the\s+)?({_DATE})",
+_DATED_RE = re.compile(  # (?=[adelm]): the keywords' first letters, a quick first test at each position
+    rf"(?=[adelm])\b(?:dated|as\s+of|effective(?:\s+date)?|made(?:\s+and\s+entered\s+into)?(?:\s+on)?|"
+    rf"entered\s+into\s+on|last\s+(?:updated|modified|revised))\s*:?\s*(?:as\s+of\s+)?(?:this\s+)?(?:the\s+)?({_DATE})",
     re.IGNORECASE,
 )
 _ANY_DATE_RE = re.compile(rf"\b({_DATE})", re.IGNORECASE)
@@ -160,8 +172,11 @@ _ANY_DATE_RE = re.compile(rf"\b({_DATE})", re.IGNORECASE)
 _TOKEN_PATTERN = r"(?u)\b(?=[\w\-]*[^\W\d_])\w[\w\-]*\w\b"
 
 
+_WS_RE = re.compile(r"\s+")
+
+
 def _clean(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip(" ,;:.-–—")
+    return _WS_RE.sub(" ", text).strip(" ,;:.-–—")
 
 
 def _smart_case(text: str) -> str:
@@ -190,9 +205,18 @@ def _smart_case(text: str) -> str:
     return " ".join(out)
 
 
+def _segments(lead: str) -> Iterator[str]:
+    """``_SEGMENT_RE.split(lead)``, lazily (the title is usually among the first few segments)."""
+    pos = 0
+    for match in _SEGMENT_RE.finditer(lead):
+        yield lead[pos: match.start()]
+        pos = match.end()
+    yield lead[pos:]
+
+
 def find_document_type(lead: str) -> str | None:
     """The document's type/title from its lead, or ``None`` (rules in the module docstring)."""
-    for count, raw in enumerate(_SEGMENT_RE.split(lead)):
+    for count, raw in enumerate(_segments(lead)):
         if count > 60:
             break
         seg = _clean(raw)
@@ -241,16 +265,15 @@ def _is_party_name(name: str) -> bool:
     return not all(w in _NOT_PARTY or w in _SMALL_WORDS for w in words)
 
 
-def _entities(window: str) -> list[tuple[int, int, str]]:
-    out = []
+def _entities(window: str) -> Iterator[tuple[int, int, str]]:
+    """``(start, end, name)`` of the capitalized runs of ``window``, lazily (the caller stops at the last party)."""
     for match in _ENTITY_RE.finditer(window):
         name = match.group(0).rstrip(" ,")
         if name.endswith(".") and not _SUFFIX_END_RE.search(name) and not re.search(r"\b[A-Z]\.$", name):
             name = name[:-1]
         end = match.start() + len(name)
         stripped = _strip_role_words(name)
-        out.append((end - len(stripped), end, stripped))
-    return out
+        yield end - len(stripped), end, stripped
 
 
 def _blank_parentheticals(window: str) -> str:
@@ -272,7 +295,9 @@ def _party_window(lead: str, start: int) -> str:
         window = window[: stop.start()]
     window = _blank_parentheticals(window)
     for end in _SENTENCE_END_RE.finditer(window):  # the first real sentence end closes the list of parties
-        if not _ABBREV_END_RE.search(window[: end.start()]):
+        # an abbreviation match is at most 13 characters long (plus a final newline before ``$``): search only
+        # the end of ``window[: end.start()]``; with ``pos``, ``^`` and ``\b`` still see the text before it
+        if not _ABBREV_END_RE.search(window, max(0, end.start() - 32), end.start()):
             return window[: end.start()]
     return window
 
@@ -303,8 +328,12 @@ def find_parties(lead: str, max_parties: int = 3) -> list[str]:
             elif prev_end is None:
                 break
     if not found:
-        for regex in (_A_CORP_RE, _WE_RE):
-            for m in regex.finditer(lead):
+        for regex, tail in ((_A_CORP_RE, _A_CORP_TAIL_RE), (_WE_RE, _WE_TAIL_RE)):
+            first = tail.search(lead)
+            if first is None:  # no match possible
+                continue
+            start = lead.rfind("\n", 0, first.start()) + 1 if regex is _A_CORP_RE else 0
+            for m in regex.finditer(lead, start):
                 name = _clean(m.group(1))
                 name = re.sub(r"^(?:and|And|AND)\s+", "", name)
                 if _is_party_name(name) and name.lower() not in (f.lower() for f in found):
@@ -334,6 +363,67 @@ def _sample(text: str, budget: int) -> str:
         start = head + (span * i) // 4
         parts.append(text[start: start + width])
     return "\n".join(parts)
+
+
+_SURFACE_BLOCK = 8000  # characters per block when counting spellings
+_SURFACE_OVERHANG = 64  # a block's scan may read this far past its end (a run starting in it may end there)
+
+
+def _whole_runs(term: str, sample: str, low: str) -> Iterator[int]:
+    """Start offsets, in order, of ``term`` in ``sample`` as a whole ``[\\w-]`` run (``re``'s ``\\w`` for ``str``:
+    alphanumeric or ``_``), ignoring case; ``low`` is ``sample.lower()``, of the same length."""
+    width, size = len(term), len(sample)
+    pos = low.find(term)
+    while pos >= 0:
+        before = sample[pos - 1] if pos else " "
+        after = sample[pos + width] if pos + width < size else " "
+        if not (before.isalnum() or before in "_-" or after.isalnum() or after in "_-"):
+            yield pos
+        pos = low.find(term, pos + 1)
+
+
+def _count_spellings(terms: list[str], sample: str, low: str) -> dict[str, Counter[str]]:
+    """Spellings of ASCII ``terms`` (lower case, at most ``_SURFACE_OVERHANG`` characters) in ``sample``: whole
+    ``[\\w-]`` runs whose lower case is the term, counted up to the end of the block in which every term reached 3
+    (all of them when a term has fewer). ``low`` is ``sample.lower()``, of the same length. Same counts as
+    :func:`_count_spellings_regex` (non-ASCII letters that ``re`` also equates with ASCII ones, such as ``ſ``,
+    never lower-case to the ASCII term, so that scan does not count them either)."""
+    runs = {term: _whole_runs(term, sample, low) for term in terms}
+    starts = {term: list(islice(found, 3)) for term, found in runs.items()}
+    stop = len(sample)
+    if all(len(first) == 3 for first in starts.values()):  # stop after the block where the last term reached 3
+        stop = max((first[2] // _SURFACE_BLOCK + 1) * _SURFACE_BLOCK for first in starts.values())
+        for term, found in runs.items():
+            first = starts[term]
+            for pos in found:
+                if pos >= stop:
+                    break
+                first.append(pos)
+    else:
+        for term, found in runs.items():
+            starts[term].extend(found)
+    return {term: Counter(sample[pos: pos + len(term)] for pos in found if pos < stop)
+            for term, found in starts.items()}
+
+
+def _count_spellings_regex(terms: list[str], sample: str) -> dict[str, Counter[str]]:
+    """Spellings of any ``terms`` in ``sample`` (rule of :func:`_count_spellings`), with one case-insensitive
+    regular expression scanned block by block."""
+    pattern = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+    regex = re.compile(rf"(?<![\w\-])(?:{pattern})(?![\w\-])", re.IGNORECASE)
+    forms: dict[str, Counter[str]] = {t: Counter() for t in terms}
+    step = _SURFACE_BLOCK
+    for block in range(0, len(sample), step):
+        for match in regex.finditer(sample, block, min(len(sample), block + step + _SURFACE_OVERHANG)):
+            if match.start() >= block + step:
+                break
+            found = match.group(0)
+            counter = forms.get(found.lower())
+            if counter is not None:
+                counter[found] += 1
+        if all(sum(c.values()) >= 3 for c in forms.values()):
+            break
+    return forms
 
 
 class ExtractiveSummarizer(BaseSummarizer):
@@ -367,8 +457,8 @@ class ExtractiveSummarizer(BaseSummarizer):
     )
 
     _vectorizer: Any = PrivateAttr(default=None)
-    _matrix: Any = PrivateAttr(default=None)
-    _row_of: dict[str, int] = PrivateAttr(default_factory=dict)
+    _matrix: Any = PrivateAttr(default=None)  # CSR, one row per fitted text
+    _row_of: dict[str, int] = PrivateAttr(default_factory=dict)  # fitted text -> its row
     _terms: Any = PrivateAttr(default=None)
 
     @classmethod
@@ -411,7 +501,7 @@ class ExtractiveSummarizer(BaseSummarizer):
         except ValueError:  # empty vocabulary (e.g. only numbers or stop words)
             vectorizer, matrix, terms = None, None, np.array([], dtype=object)
         self._vectorizer, self._matrix, self._terms = vectorizer, matrix, terms
-        self._row_of = {digest: i for i, (digest, _) in enumerate(unique)}
+        self._row_of = {doc: i for i, (_, doc) in enumerate(unique)}
         settings = {"version": _VERSION, "term_sample_chars": self.term_sample_chars, "token": _TOKEN_PATTERN}
         blob = json.dumps([settings, [digest for digest, _ in unique]], sort_keys=True)
         self.corpus_fingerprint = hashlib.sha256(blob.encode()).hexdigest()
@@ -419,41 +509,41 @@ class ExtractiveSummarizer(BaseSummarizer):
 
     # -- terms ----------------------------------------------------------------------------------------------
     def _term_scores(self, text: str, sample: str) -> list[str]:
-        if self._vectorizer is None or self.max_terms == 0:
+        max_terms, matrix = self.max_terms, self._matrix
+        if matrix is None or max_terms == 0:
             return []
-        row = self._row_of.get(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
-        vec = self._matrix[row] if row is not None else self._vectorizer.transform([sample])
-        if vec.nnz == 0:
+        row = self._row_of.get(text)  # a fitted text: read its row of the CSR matrix directly
+        if row is None:
+            matrix, row = self._vectorizer.transform([sample]).tocsr(), 0
+        start, stop = matrix.indptr[row], matrix.indptr[row + 1]
+        if start == stop:
             return []
-        data, indices = vec.data, vec.indices
-        keep = 6 * self.max_terms + 10
+        data, indices = matrix.data[start:stop], matrix.indices[start:stop]
+        terms = self._terms
+        keep = 6 * max_terms + 10
         if len(data) > keep:  # the top weights (plus ties at the cut), then an exact deterministic order
             threshold = np.partition(data, len(data) - keep)[len(data) - keep]
             mask = data >= threshold
             data, indices = data[mask], indices[mask]
-        order = np.lexsort((self._terms[indices], -data))  # by weight, ties by term: deterministic
-        return [str(self._terms[indices[i]]) for i in order[:keep]]
+        top = terms[indices]
+        order = np.lexsort((top, -data))  # by weight, ties by term: deterministic
+        return [str(top[i]) for i in order[:keep]]
 
     @staticmethod
-    def _surfaces(terms: list[str], sample: str) -> dict[str, str]:
-        """Each term's most frequent spelling in ``sample`` (ties: alphabetical; long all-caps words lower-cased),
-        in one scan of the sample."""
+    def _surfaces(terms: list[str], sample: str, low: str | None = None) -> dict[str, str]:
+        """Each term's most frequent spelling in ``sample`` (ties: alphabetical; long all-caps words lower-cased).
+
+        A spelling is a whole ``[\\w-]`` run equal to the term ignoring case. Runs are counted in blocks of 8,000
+        characters until every term was seen 3 times (the text is long, terms few). ``low`` is ``sample.lower()``
+        when the caller has it. ASCII terms (the usual case) are found with ``str.find`` in ``low``; other terms
+        with one case-insensitive regular expression, which gives the same counts."""
         if not terms:
             return {}
-        pattern = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
-        regex = re.compile(rf"(?<![\w\-])(?:{pattern})(?![\w\-])", re.IGNORECASE)
-        forms: dict[str, Counter[str]] = {t: Counter() for t in terms}
-        step = 8000  # scan in blocks and stop once every term was seen 3 times (the text is long, terms few)
-        for block in range(0, len(sample), step):
-            for match in regex.finditer(sample, block, min(len(sample), block + step + 64)):
-                if match.start() >= block + step:
-                    break
-                found = match.group(0)
-                counter = forms.get(found.lower())
-                if counter is not None:
-                    counter[found] += 1
-            if all(sum(c.values()) >= 3 for c in forms.values()):
-                break
+        low = sample.lower() if low is None else low
+        if len(low) == len(sample) and all(t.isascii() and len(t) <= _SURFACE_OVERHANG for t in terms):
+            forms = _count_spellings(terms, sample, low)
+        else:
+            forms = _count_spellings_regex(terms, sample)
         out = {}
         for term, counter in forms.items():
             if not counter:
@@ -470,6 +560,7 @@ class ExtractiveSummarizer(BaseSummarizer):
                 "ExtractiveSummarizer is not fitted: call fit(texts) on the corpus being ingested first "
                 "(SummaryAugmentationTransformation fits it on the documents it sees)"
             )
+        max_chars, max_terms = self.max_chars, self.max_terms
         lead = text[: self.lead_chars]
         sample = _sample(text, self.term_sample_chars)
         doc_type = find_document_type(lead)
@@ -478,13 +569,13 @@ class ExtractiveSummarizer(BaseSummarizer):
         if privacy and (doc_type is None or doc_type.lower() in ("policy", "notice", "statement")):
             doc_type = "Privacy policy" if doc_type is None else f"Privacy {doc_type.lower()}"
         if doc_type is not None and "privacy" in doc_type.lower():
-            match = _WE_RE.search(lead)
+            match = _WE_RE.search(lead) if _WE_TAIL_RE.search(lead) else None
             parties = [_smart_case(_clean(match.group(1)))] if match and _is_party_name(match.group(1)) else []
         else:
             parties = find_parties(lead)
         terms = self._term_scores(text, sample)
         if not parties and doc_type is not None and "privacy" in doc_type.lower():
-            surfaces = self._surfaces(terms[:5], sample)
+            surfaces = self._surfaces(terms[:5], sample, low)
             for term in terms[:5]:
                 form = surfaces[term]
                 if form[:1].isupper() or form[:1].isdigit():
@@ -492,7 +583,7 @@ class ExtractiveSummarizer(BaseSummarizer):
                     break
         prefix = "; ".join(metadata.values())
         head = doc_type or "Document"
-        if len(parties) > 2 and len(head) + sum(len(p) + 2 for p in parties) + 10 > self.max_chars:
+        if len(parties) > 2 and len(head) + sum(len(p) + 2 for p in parties) + 10 > max_chars:
             parties = parties[:2]  # the third named party (often a merger sub) only if it fits
         if len(parties) == 1:
             head = f"{head}: {parties[0]}"
@@ -504,29 +595,31 @@ class ExtractiveSummarizer(BaseSummarizer):
         summary = head
         if self.include_date:
             date = find_date(lead)
-            if date and len(summary) + len(date) + 8 <= self.max_chars:
+            if date and len(summary) + len(date) + 8 <= max_chars:
                 summary = f"{summary}, dated {date}"
         chosen: list[str] = []
+        prefixes: set[str] = set()
         seen = summary.lower()
         label = " Key terms: " if summary.endswith(".") else ". Key terms: "
         used = len(summary) + len(label) + 1  # +1: the final period
         for term in terms:
-            if len(chosen) >= self.max_terms:
+            if len(chosen) >= max_terms:
                 break
-            if len(term) < 3 or term in seen or any(c.isdigit() for c in term) or any(
-                term[:5] == c[:5] for c in chosen
+            if len(term) < 3 or term in seen or term[:5] in prefixes or (
+                not term.isalpha() and any(c.isdigit() for c in term)
             ):
                 continue
             cost = len(term) + (2 if chosen else 0)  # a spelling differs from the term only in case
-            if used + cost > self.max_chars:
+            if used + cost > max_chars:
                 continue
             chosen.append(term)
+            prefixes.add(term[:5])  # no two terms with the same first five letters
             used += cost
         if chosen:
-            surfaces = self._surfaces(chosen, sample)
+            surfaces = self._surfaces(chosen, sample, low)
             summary = f"{summary}{label}{', '.join(surfaces[t] for t in chosen)}"
         summary = summary.rstrip(".") + "."
-        cut = len(summary) > self.max_chars
+        cut = len(summary) > max_chars
         if cut:
-            summary = cut_at_word_boundary(summary, self.max_chars)
+            summary = cut_at_word_boundary(summary, max_chars)
         return SummaryResult(summary=summary, strategy="extractive", cut=cut)
