@@ -229,6 +229,7 @@ def _run_determinism() -> str:
 
 
 def test_case_17_deterministic_across_processes() -> None:
+    load_case("17")  # skips here, not inside the subprocesses, when ../shared is absent
     code = "from tests.test_augmentation import _run_determinism; print(_run_determinism())"
     repo = Path(__file__).resolve().parents[1]
     outs = {
