@@ -40,15 +40,10 @@ def load_case(case_id: str) -> dict[str, Any]:
     return json.loads(matches[0].read_text(encoding="utf-8"))
 
 
-class FakeEmbedding(BaseEmbedding):
-    """Deterministic embedding from hashed character trigrams (unit vectors), recording every text it embeds."""
+class RecordingEmbedding(BaseEmbedding):
+    """Base of the test embeddings: vectors from :meth:`_vector`, every embedded text recorded (query texts too)."""
 
-    dim: int = 64
     _calls: list[list[str]] = PrivateAttr(default_factory=list)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "FakeEmbedding"
 
     @property
     def calls(self) -> list[list[str]]:
@@ -60,13 +55,7 @@ class FakeEmbedding(BaseEmbedding):
         return [t for batch in self._calls for t in batch]
 
     def _vector(self, text: str) -> list[float]:
-        vec = np.zeros(self.dim)
-        padded = f"  {text.lower()}  "
-        for i in range(len(padded) - 2):
-            h = int.from_bytes(hashlib.md5(padded[i : i + 3].encode()).digest()[:4], "little")
-            vec[h % self.dim] += 1.0
-        norm = np.linalg.norm(vec)
-        return (vec / norm if norm else vec).tolist()
+        raise NotImplementedError
 
     def _get_text_embedding(self, text: str) -> list[float]:
         self._calls.append([text])
@@ -85,6 +74,25 @@ class FakeEmbedding(BaseEmbedding):
 
     async def _aget_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embedding(text)
+
+
+class FakeEmbedding(RecordingEmbedding):
+    """Deterministic embedding from hashed character trigrams (unit vectors)."""
+
+    dim: int = 64
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "FakeEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        vec = np.zeros(self.dim)
+        padded = f"  {text.lower()}  "
+        for i in range(len(padded) - 2):
+            h = int.from_bytes(hashlib.md5(padded[i : i + 3].encode()).digest()[:4], "little")
+            vec[h % self.dim] += 1.0
+        norm = np.linalg.norm(vec)
+        return (vec / norm if norm else vec).tolist()
 
 
 @pytest.fixture

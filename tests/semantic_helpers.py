@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
 
 from llama_index_sac.spans import Span
+from tests.conftest import RecordingEmbedding
 
 # Two unrelated clauses of four sentences each (liability, then termination): the breakpoint is at LIABILITY's end.
 LIABILITY = (
@@ -75,20 +75,15 @@ def legal_texts(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-class KeywordEmbedding(BaseEmbedding):
+class KeywordEmbedding(RecordingEmbedding):
     """Hand-built vectors: one axis per keyword found in the text (lower-cased substring), summed and normalized;
     a text with no keyword gets the last axis. Distances between sentences are then known exactly."""
 
     keywords: list[str] = ["rent", "terminat", "notice"]
-    _calls: list[list[str]] = PrivateAttr(default_factory=list)
 
     @classmethod
     def class_name(cls) -> str:
         return "KeywordEmbedding"
-
-    @property
-    def calls(self) -> list[list[str]]:
-        return self._calls
 
     def _vector(self, text: str) -> list[float]:
         vec = np.zeros(len(self.keywords) + 1)
@@ -99,20 +94,6 @@ class KeywordEmbedding(BaseEmbedding):
         if not vec.any():
             vec[-1] = 1.0
         return (vec / np.linalg.norm(vec)).tolist()
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        self._calls.append([text])
-        return self._vector(text)
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        self._calls.append(list(texts))
-        return [self._vector(t) for t in texts]
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
 
 
 class BrokenEmbedding(BaseEmbedding):
