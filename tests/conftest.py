@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,9 @@ class RecordingEmbedding(BaseEmbedding):
     def texts_embedded(self) -> list[str]:
         return [t for batch in self._calls for t in batch]
 
+    @abstractmethod
     def _vector(self, text: str) -> list[float]:
-        raise NotImplementedError
+        """The embedding of ``text`` (subclasses)."""
 
     def _get_text_embedding(self, text: str) -> list[float]:
         self._calls.append([text])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -287,6 +288,26 @@ class _SpanMetric(BaseRetrievalMetric):
             return RetrievalMetricResult(score=math.nan, metadata={"defined": False, **metadata})
         return RetrievalMetricResult(score=value, metadata={"defined": True, **metadata})
 
+    @abstractmethod
+    def _score(self, gold: list[LocatedSpan], retrieved: list[LocatedSpan]) -> float | None:
+        """The metric's value for one query with at least one non-empty gold span (None: undefined)."""
+
+    def compute(
+        self,
+        query: str | None = None,
+        expected_ids: list[str] | None = None,
+        retrieved_ids: list[str] | None = None,
+        expected_texts: list[str] | None = None,
+        retrieved_texts: list[str] | None = None,
+        **kwargs: Any,
+    ) -> RetrievalMetricResult:
+        """Score one query: ``expected_ids`` are gold span ids (:func:`gold_span_id`), ``retrieved_ids`` node ids
+        in rank order. A query without a non-empty gold span is ineligible (NaN, ``defined=False``)."""
+        gold, retrieved = self._spans(expected_ids, retrieved_ids)
+        if not any(span.end > span.start for span in gold):
+            return self._result(None, reason="no gold span: ineligible")
+        return self._result(self._score(gold, retrieved))
+
 
 class SpanPrecisionMetric(_SpanMetric):
     """Character precision ``|R ∩ G| / |R|`` for ``RetrieverEvaluator`` (0 when nothing retrieved; NaN,
@@ -294,19 +315,8 @@ class SpanPrecisionMetric(_SpanMetric):
 
     metric_name: ClassVar[str] = "span_precision"
 
-    def compute(
-        self,
-        query: str | None = None,
-        expected_ids: list[str] | None = None,
-        retrieved_ids: list[str] | None = None,
-        expected_texts: list[str] | None = None,
-        retrieved_texts: list[str] | None = None,
-        **kwargs: Any,
-    ) -> RetrievalMetricResult:
-        gold, retrieved = self._spans(expected_ids, retrieved_ids)
-        if not any(s.end > s.start for s in gold):
-            return self._result(None, reason="no gold span: ineligible")
-        return self._result(span_precision(retrieved, gold))
+    def _score(self, gold: list[LocatedSpan], retrieved: list[LocatedSpan]) -> float | None:
+        return span_precision(retrieved, gold)
 
 
 class SpanRecallMetric(_SpanMetric):
@@ -314,17 +324,8 @@ class SpanRecallMetric(_SpanMetric):
 
     metric_name: ClassVar[str] = "span_recall"
 
-    def compute(
-        self,
-        query: str | None = None,
-        expected_ids: list[str] | None = None,
-        retrieved_ids: list[str] | None = None,
-        expected_texts: list[str] | None = None,
-        retrieved_texts: list[str] | None = None,
-        **kwargs: Any,
-    ) -> RetrievalMetricResult:
-        gold, retrieved = self._spans(expected_ids, retrieved_ids)
-        return self._result(span_recall(retrieved, gold))
+    def _score(self, gold: list[LocatedSpan], retrieved: list[LocatedSpan]) -> float | None:
+        return span_recall(retrieved, gold)
 
 
 class DRMMetric(_SpanMetric):
@@ -333,17 +334,5 @@ class DRMMetric(_SpanMetric):
 
     metric_name: ClassVar[str] = "drm"
 
-    def compute(
-        self,
-        query: str | None = None,
-        expected_ids: list[str] | None = None,
-        retrieved_ids: list[str] | None = None,
-        expected_texts: list[str] | None = None,
-        retrieved_texts: list[str] | None = None,
-        **kwargs: Any,
-    ) -> RetrievalMetricResult:
-        gold, retrieved = self._spans(expected_ids, retrieved_ids)
-        gold_docs = {s.doc_id for s in gold if s.end > s.start}
-        if not gold_docs:
-            return self._result(None, reason="no gold span: ineligible")
-        return self._result(document_retrieval_mismatch(retrieved, gold_docs))
+    def _score(self, gold: list[LocatedSpan], retrieved: list[LocatedSpan]) -> float | None:
+        return document_retrieval_mismatch(retrieved, {span.doc_id for span in gold if span.end > span.start})
