@@ -94,9 +94,7 @@ def sentence_spans(text: str, backend: SentenceBackend = "nupunkt") -> list[Span
     # A whitespace-only piece (e.g. leading blank lines) joins its neighbour rather than standing alone.
     merged: list[Span] = []
     for start, end in spans:
-        if merged and not text[start:end].strip():
-            merged[-1] = (merged[-1][0], end)
-        elif merged and not text[merged[-1][0] : merged[-1][1]].strip():
+        if merged and (not text[start:end].strip() or not text[merged[-1][0] : merged[-1][1]].strip()):
             merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
