@@ -260,3 +260,30 @@ def test_runner_with_semantic_and_hybrid_parsers(tmp_path, parser):
             assert 0 <= start < end <= len(bench.documents[doc_id])
     if parser == "hybrid":
         assert outcome["mean_chunk_chars"] <= 500
+
+
+def test_expert_prompts_are_routed_by_dataset(monkeypatch):
+    from llama_index_sac.evaluation import runner
+    from llama_index_sac.summarizers import (
+        COMMERCIAL_CONTRACT_SUMMARY_PROMPT,
+        MERGER_AGREEMENT_SUMMARY_PROMPT,
+        NDA_SUMMARY_PROMPT,
+        PRIVACY_POLICY_SUMMARY_PROMPT,
+        LLMSummarizer,
+    )
+    from tests._summary_fakes import RecordingLLM
+
+    def fake_build(config, module, **kwargs):
+        return LLMSummarizer(llm=RecordingLLM(), **kwargs)
+
+    monkeypatch.setattr(runner, "_build_llm_summarizer", fake_build)
+    config = parse_config("sac-expert:llm=m.gguf,llm_input_chars=2000,name=sac-expert")
+    assert config.summary_chars == 300
+    said: list[str] = []
+    out = runner._summarizers_for(config, ["contractnli", "privacy_qa", "maud", "cuad", "other"], said.append)
+    prompts = {name: s.prompt for name, s in out.items()}
+    assert prompts["contractnli"] is NDA_SUMMARY_PROMPT and prompts["privacy_qa"] is PRIVACY_POLICY_SUMMARY_PROMPT
+    assert prompts["maud"] is MERGER_AGREEMENT_SUMMARY_PROMPT and prompts["cuad"] is COMMERCIAL_CONTRACT_SUMMARY_PROMPT
+    assert {s.max_chars for s in out.values()} == {300}
+    assert {s.input_window() for s in out.values()} == {2000}
+    assert said == ["[sac-expert] no expert prompt for dataset 'other': its documents get the generic prompt"]

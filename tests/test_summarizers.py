@@ -206,12 +206,16 @@ def test_llm_summarizer_expert_prompts_and_identity() -> None:
     generic = LLMSummarizer(llm=llm)
     nda = LLMSummarizer.expert_nda(llm)
     privacy = LLMSummarizer.expert_privacy_policy(llm)
+    merger = LLMSummarizer.expert_merger_agreement(llm)
+    commercial = LLMSummarizer.expert_commercial_contract(llm, max_chars=250)
     assert nda.max_chars == 300 and nda.prompt is NDA_SUMMARY_PROMPT
     assert "privacy policy" in privacy.prompt.get_template()
-    hashes = {generic.identity_hash(), nda.identity_hash(), privacy.identity_hash(),
-              LLMSummarizer(llm=llm, max_chars=100).identity_hash(),
+    assert merger.max_chars == 300 and "merger agreement" in merger.prompt.get_template()
+    assert commercial.max_chars == 250 and "commercial contracts" in commercial.prompt.get_template()
+    hashes = {generic.identity_hash(), nda.identity_hash(), privacy.identity_hash(), merger.identity_hash(),
+              commercial.identity_hash(), LLMSummarizer(llm=llm, max_chars=100).identity_hash(),
               LLMSummarizer(llm=RecordingLLM(model_name="other")).identity_hash()}
-    assert len(hashes) == 5
+    assert len(hashes) == 7
     assert generic.identity()["prompt"] == GENERIC_SUMMARY_PROMPT.get_template()
     assert LLMSummarizer(llm=llm, max_retries=9, timeout=1).identity() == generic.identity()  # not output-relevant
     with pytest.raises(ValueError, match="metadata"):

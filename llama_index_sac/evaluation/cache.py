@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import PrivateAttr
 from tqdm.auto import tqdm
 
-__all__ = ["EmbeddingCache", "content_key", "default_cache_dir"]
+__all__ = ["CachedEmbedding", "EmbeddingCache", "content_key", "default_cache_dir"]
 
 
 def default_cache_dir() -> Path:
@@ -104,7 +106,7 @@ class EmbeddingCache:
             key: np.frombuffer(blob, dtype=np.float32).astype(float).tolist() for key, blob in found.items()
         }
         todo = list(dict.fromkeys(k for k in keys if k not in vectors))
-        self.hits += len(keys) - sum(1 for k in keys if k in todo)
+        self.hits += len(keys) - len(todo)  # served without computing (from disk, or a repeat within ``texts``)
         self.misses += len(todo)
         text_of = dict(zip(keys, texts))
         bar = tqdm(total=len(todo), desc=desc, unit="text", disable=not show_progress or not todo)
@@ -126,3 +128,46 @@ class EmbeddingCache:
 
     def close(self) -> None:
         self._store.close()
+
+
+class CachedEmbedding(BaseEmbedding):
+    """A ``BaseEmbedding`` that answers document-text embeddings from an :class:`EmbeddingCache` and computes only
+    the missing ones with ``inner``; queries go to ``inner`` unchanged.
+
+    The runner hands it to the semantic and hybrid parsers, so the sentence vectors they need are computed once and
+    then shared by every configuration and every later run (the same sentence text under the same model identity is
+    the same vector). ``model_name`` is the inner model's, so parsers that record the model's identity record the
+    same one.
+
+    Args:
+        inner: the embedding model that computes missing vectors.
+        cache: the cache (not closed by this object).
+        identity: JSON-serialisable identity of ``inner`` (part of every cache key).
+    """
+
+    _inner: BaseEmbedding = PrivateAttr()
+    _cache: EmbeddingCache = PrivateAttr()
+    _identity: Any = PrivateAttr()
+
+    def __init__(self, inner: BaseEmbedding, cache: EmbeddingCache, identity: Any) -> None:
+        super().__init__(model_name=inner.model_name, embed_batch_size=max(1, min(2048, 4 * inner.embed_batch_size)))
+        self._inner, self._cache, self._identity = inner, cache, identity
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SacCachedEmbedding"
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._cache.embed(texts, self._identity, "text", self._inner.get_text_embedding_batch)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embedding(text)
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._inner.get_query_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return await self._inner.aget_query_embedding(query)

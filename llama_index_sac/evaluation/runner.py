@@ -41,7 +41,7 @@ from llama_index.core.bridge.pydantic import BaseModel, Field, ValidationError, 
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
 from llama_index_sac.datasets.base import RetrievalBenchmark
-from llama_index_sac.evaluation.cache import EmbeddingCache, default_cache_dir
+from llama_index_sac.evaluation.cache import CachedEmbedding, EmbeddingCache, default_cache_dir
 from llama_index_sac.evaluation.evaluator import RetrievalQualityEvaluator
 from llama_index_sac.evaluation.metrics import DEFAULT_KS
 from llama_index_sac.evaluation.report import confused_pairs
@@ -94,6 +94,12 @@ class RunConfig(BaseModel):
         description="LLM summarizer, documents longer than its input window: map_reduce (read every window) or "
         "head_tail (one request on the start and the end; see llama_index_sac.summarizers.llm).",
     )
+    llm_input_chars: int | None = Field(
+        default=None,
+        gt=0,
+        description="LLM summarizer input window in characters (its max_input_chars); None = what fits the model's "
+        "context. A smaller window costs less per document (head_tail: the start and the end of each document).",
+    )
     summary_metadata: list[str] = Field(
         default_factory=list,
         description="Document metadata keys folded into the summary (the summarizer's metadata_keys, e.g. "
@@ -125,7 +131,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "baseline": {"name": "baseline"},
     "sac": {"name": "sac", "summarizer": "extractive"},
     "sac-llm": {"name": "sac-llm", "summarizer": "llm"},
-    "sac-expert": {"name": "sac-expert", "summarizer": "llm", "prompt": "expert"},
+    "sac-expert": {"name": "sac-expert", "summarizer": "llm", "prompt": "expert", "summary_chars": 300},
     "llamaindex": {"name": "llamaindex", "embed_metadata": ["file_path"]},
 }
 
@@ -288,6 +294,8 @@ EXPERT_PROMPTS: dict[str, str] = {
     "contractnli": "expert_nda",
     "nda": "expert_nda",
     "privacy_qa": "expert_privacy_policy",
+    "maud": "expert_merger_agreement",
+    "cuad": "expert_commercial_contract",
 }
 
 
@@ -304,7 +312,7 @@ def _summarizers_for(config: RunConfig, datasets: Sequence[str], say: Callable[[
         return {dataset: shared for dataset in datasets}
     generic = _build_llm_summarizer(
         config, summarizers, max_chars=config.summary_chars, long_document=config.long_document,
-        metadata_keys=list(config.summary_metadata),
+        metadata_keys=list(config.summary_metadata), max_input_chars=config.llm_input_chars,
     )
     if config.prompt == "generic":
         return {dataset: generic for dataset in datasets}
@@ -316,7 +324,8 @@ def _summarizers_for(config: RunConfig, datasets: Sequence[str], say: Callable[[
             out[dataset] = generic
         else:
             out[dataset] = getattr(summarizers.LLMSummarizer, factory)(
-                generic.llm, long_document=config.long_document, metadata_keys=list(config.summary_metadata)
+                generic.llm, max_chars=config.summary_chars, long_document=config.long_document,
+                metadata_keys=list(config.summary_metadata), max_input_chars=config.llm_input_chars,
             )
     return out
 
@@ -403,7 +412,8 @@ def _run_config(
 
     clock = time.perf_counter()
     documents = benchmark.to_documents(embed_metadata_keys=config.embed_metadata)
-    parser = _build_parser(config, embed_model)
+    # sentence vectors of the semantic/hybrid parsers come from (and go to) the same cache as the chunk vectors
+    parser = _build_parser(config, CachedEmbedding(embed_model, cache, identity))
     nodes = parser.get_nodes_from_documents(documents, show_progress=progress)
     timings["parse_s"] = time.perf_counter() - clock
     log(f"[{config.name}] {len(nodes)} chunks from {len(documents)} documents ({timings['parse_s']:.1f} s)")

@@ -6,8 +6,10 @@ from llama_index_sac.summarizers.cache import SummaryCache, summary_cache_key
 from llama_index_sac.summarizers.extractive import ExtractiveSummarizer
 from llama_index_sac.summarizers.llm import LLMSummarizer, is_transient_error
 from llama_index_sac.summarizers.prompts import (
+    COMMERCIAL_CONTRACT_SUMMARY_PROMPT,
     GENERIC_SUMMARY_PROMPT,
     MAP_SUMMARY_PROMPT,
+    MERGER_AGREEMENT_SUMMARY_PROMPT,
     NDA_SUMMARY_PROMPT,
     PRIVACY_POLICY_SUMMARY_PROMPT,
     REDUCE_SUMMARY_PROMPT,
@@ -15,8 +17,10 @@ from llama_index_sac.summarizers.prompts import (
 )
 
 __all__ = [
+    "COMMERCIAL_CONTRACT_SUMMARY_PROMPT",
     "GENERIC_SUMMARY_PROMPT",
     "MAP_SUMMARY_PROMPT",
+    "MERGER_AGREEMENT_SUMMARY_PROMPT",
     "NDA_SUMMARY_PROMPT",
     "PRIVACY_POLICY_SUMMARY_PROMPT",
     "REDUCE_SUMMARY_PROMPT",

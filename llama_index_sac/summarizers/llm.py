@@ -48,8 +48,10 @@ from llama_index_sac.summarizers.base import (
     normalize_summary,
 )
 from llama_index_sac.summarizers.prompts import (
+    COMMERCIAL_CONTRACT_SUMMARY_PROMPT,
     GENERIC_SUMMARY_PROMPT,
     MAP_SUMMARY_PROMPT,
+    MERGER_AGREEMENT_SUMMARY_PROMPT,
     NDA_SUMMARY_PROMPT,
     PRIVACY_POLICY_SUMMARY_PROMPT,
     REDUCE_SUMMARY_PROMPT,
@@ -255,6 +257,18 @@ class LLMSummarizer(BaseSummarizer):
     def expert_privacy_policy(cls, llm: LLM, *, max_chars: int = 300, **kwargs: Any) -> LLMSummarizer:
         """The paper's expert-guided setting for privacy policies (300 characters)."""
         return cls(llm=llm, prompt=PRIVACY_POLICY_SUMMARY_PROMPT, max_chars=max_chars, **kwargs)
+
+    @classmethod
+    def expert_merger_agreement(cls, llm: LLM, *, max_chars: int = 300, **kwargs: Any) -> LLMSummarizer:
+        """Expert-guided setting for merger agreements (MAUD; 300 characters,
+        :data:`MERGER_AGREEMENT_SUMMARY_PROMPT`)."""
+        return cls(llm=llm, prompt=MERGER_AGREEMENT_SUMMARY_PROMPT, max_chars=max_chars, **kwargs)
+
+    @classmethod
+    def expert_commercial_contract(cls, llm: LLM, *, max_chars: int = 300, **kwargs: Any) -> LLMSummarizer:
+        """Expert-guided setting for commercial contracts (CUAD; 300 characters,
+        :data:`COMMERCIAL_CONTRACT_SUMMARY_PROMPT`)."""
+        return cls(llm=llm, prompt=COMMERCIAL_CONTRACT_SUMMARY_PROMPT, max_chars=max_chars, **kwargs)
 
     # -- identity -------------------------------------------------------------------------------------------
     def _llm_identity(self) -> dict[str, Any]:

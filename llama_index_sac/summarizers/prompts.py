@@ -19,8 +19,10 @@ from __future__ import annotations
 from llama_index.core.prompts import PromptTemplate
 
 __all__ = [
+    "COMMERCIAL_CONTRACT_SUMMARY_PROMPT",
     "GENERIC_SUMMARY_PROMPT",
     "MAP_SUMMARY_PROMPT",
+    "MERGER_AGREEMENT_SUMMARY_PROMPT",
     "NDA_SUMMARY_PROMPT",
     "PRIVACY_POLICY_SUMMARY_PROMPT",
     "REDUCE_SUMMARY_PROMPT",
@@ -53,6 +55,26 @@ PRIVACY_POLICY_SUMMARY_PROMPT = PromptTemplate(
     "date if stated, the personal data it covers, and what distinguishes this policy from other privacy policies "
     "(sharing and selling of data, retention, children, jurisdiction, user rights). Output only the summary: no "
     "preamble, no quotes, no lists.\n\n"
+    "{metadata}Document:\n{document}\n\nSummary:"
+)
+
+#: Expert-guided prompt for merger agreements (MAUD's document type; target 300 characters).
+MERGER_AGREEMENT_SUMMARY_PROMPT = PromptTemplate(
+    "You are an expert in mergers and acquisitions. Summarize the merger agreement below in at most {max_chars} "
+    "characters, in this order: the document type (agreement and plan of merger, tender offer agreement...), the "
+    "acquirer, the merger subsidiary and the target, the date, the deal structure and consideration, and what "
+    "distinguishes this deal from other mergers (deal protection, termination fees, conditions, material adverse "
+    "effect definition, governing law). Output only the summary: no preamble, no quotes, no lists.\n\n"
+    "{metadata}Document:\n{document}\n\nSummary:"
+)
+
+#: Expert-guided prompt for commercial contracts (CUAD's document types; target 300 characters).
+COMMERCIAL_CONTRACT_SUMMARY_PROMPT = PromptTemplate(
+    "You are an expert in commercial contracts. Summarize the contract below in at most {max_chars} characters, "
+    "in this order: the contract type (license, distribution, supply, services, joint venture, franchise...), the "
+    "parties and their roles, the date, the subject matter, and what distinguishes this contract from similar ones "
+    "(term and renewal, exclusivity, non-compete, IP ownership, liability caps, governing law). Output only the "
+    "summary: no preamble, no quotes, no lists.\n\n"
     "{metadata}Document:\n{document}\n\nSummary:"
 )
 

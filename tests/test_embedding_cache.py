@@ -1,0 +1,61 @@
+"""EmbeddingCache and CachedEmbedding: each distinct text is computed once per model identity, across calls and
+across cache instances (runs); the semantic parser fed through CachedEmbedding gives the same chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from llama_index.core import Document
+
+from llama_index_sac.evaluation.cache import CachedEmbedding, EmbeddingCache
+from llama_index_sac.node_parser.semantic import SemanticNodeParser
+
+from .conftest import FakeEmbedding
+
+
+def test_embedding_cache_computes_each_text_once(tmp_path: Path, fake_embedding: FakeEmbedding) -> None:
+    cache = EmbeddingCache(tmp_path)
+    texts = ["alpha beta", "gamma", "alpha beta", "delta"]
+    first = cache.embed(texts, {"m": 1}, "text", fake_embedding.get_text_embedding_batch)
+    assert fake_embedding.texts_embedded == ["alpha beta", "gamma", "delta"]
+    assert first[0] == first[2]
+    np.testing.assert_allclose(first[1], fake_embedding._vector("gamma"), rtol=1e-6)
+    assert (cache.hits, cache.misses) == (1, 3)
+    cache.close()
+    again = EmbeddingCache(tmp_path)  # a later run: everything from disk
+    second = again.embed(texts, {"m": 1}, "text", fake_embedding.get_text_embedding_batch)
+    assert fake_embedding.texts_embedded == ["alpha beta", "gamma", "delta"]
+    np.testing.assert_allclose(second, first, rtol=1e-6)
+    other_model = again.embed(["gamma"], {"m": 2}, "text", fake_embedding.get_text_embedding_batch)
+    assert fake_embedding.texts_embedded[-1] == "gamma" and len(other_model) == 1  # identity is part of the key
+    again.close()
+
+
+def test_embedding_cache_rejects_a_model_that_drops_vectors(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    with pytest.raises(RuntimeError, match="returned 1 vectors for 2 texts"):
+        cache.embed(["a", "b"], {"m": 1}, "text", lambda texts: [[0.0, 1.0]])
+    cache.close()
+
+
+def test_cached_embedding_shares_sentence_vectors_between_parses(tmp_path: Path, fake_embedding: FakeEmbedding) -> None:
+    text = (
+        "The Supplier shall indemnify the Customer against all losses. Liability is capped at the fees paid. "
+        "Either party may terminate this Agreement on thirty days notice. Termination does not affect accrued rights."
+    )
+    docs = [Document(text=text, id_="d1")]
+    direct = SemanticNodeParser.from_defaults(embed_model=FakeEmbedding()).get_nodes_from_documents(docs)
+    cache = EmbeddingCache(tmp_path)
+    wrapped = CachedEmbedding(fake_embedding, cache, {"m": "fake"})
+    assert wrapped.model_name == fake_embedding.model_name
+    first = SemanticNodeParser.from_defaults(embed_model=wrapped).get_nodes_from_documents(docs)
+    computed = len(fake_embedding.texts_embedded)
+    assert computed > 0
+    second = SemanticNodeParser.from_defaults(embed_model=wrapped).get_nodes_from_documents(docs)
+    assert len(fake_embedding.texts_embedded) == computed  # the second parse embedded nothing
+    spans = [[(n.start_char_idx, n.end_char_idx) for n in nodes] for nodes in (direct, first, second)]
+    assert spans[0] == spans[1] == spans[2]
+    assert wrapped.get_query_embedding("indemnity cap") == fake_embedding._vector("indemnity cap")
+    cache.close()
