@@ -1,6 +1,6 @@
 """Publish a finished ``llama-sac eval`` run into ``docs/results/<name>/`` and print its markdown for docs/results.md.
 
-    python scripts/publish_results.py /tmp/lbr/cp-grid/results.json cp-grid [--compare baseline:sac] [--k 8]
+    python scripts/publish_results.py RESULTS_JSON NAME [--compare baseline:sac] [--goal baseline:sac] [--k 8]
 
 Writes ``docs/results/<name>/results.json`` (the run's results.json WITHOUT the per-query records, which make it
 several MB: configuration, aggregates, confusions, summaries, timings, peak memory and the exact command are kept) and
@@ -59,6 +59,23 @@ def _top_wrong(rec: dict[str, Any], k: int) -> str:
     return f"{doc} ({n}/{k})"
 
 
+def goal_table(results: dict[str, Any], a: str, b: str) -> str:
+    """Markdown table: half of A's overall DRM@k, B's DRM@k, and whether B <= A / 2, for every k."""
+    configs = {c["config"]["name"]: c for c in results["configs"]}
+    ka, kb = configs[a]["aggregates"]["overall"], configs[b]["aggregates"]["overall"]
+    ks = sorted(ka, key=int)
+    head = "| | " + " | ".join(f"k={k}" for k in ks) + " |\n|---|" + "---:|" * len(ks)
+    half = [ka[k]["drm"] / 2 for k in ks]
+    mine = [kb[k]["drm"] for k in ks]
+    met = ["yes" if m <= h else f"no (+{m - h:.3f})" for m, h in zip(mine, half)]
+    return "\n".join([
+        head,
+        f"| {a} DRM / 2 | " + " | ".join(f"{v:.3f}" for v in half) + " |",
+        f"| {b} DRM | " + " | ".join(f"{v:.3f}" for v in mine) + " |",
+        "| met | " + " | ".join(met) + " |",
+    ])
+
+
 def compare(results: dict[str, Any], a: str, b: str, k: int, n: int = 4) -> str:
     configs = {c["config"]["name"]: c for c in results["configs"]}
     qa, qb = _by_query(configs[a], k), _by_query(configs[b], k)
@@ -101,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results_json", type=Path)
     parser.add_argument("name", help="folder name under docs/results/")
     parser.add_argument("--compare", action="append", default=[], help="A:B configuration names (B fixes A?)")
+    parser.add_argument("--goal", action="append", default=[],
+                        help="A:B: is B's DRM@k at most half of A's at every k (issue 6, goal 1)?")
     parser.add_argument("--k", type=int, default=8, help="k of the fixed/not-fixed query examples")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
     args = parser.parse_args(argv)
@@ -127,6 +146,18 @@ def main(argv: list[str] | None = None) -> int:
         vals = [mean_over_k(c, "overall", m) for m in ("drm", "precision", "recall")]
         print(f"| {c['config']['name']} | " + " | ".join(f"{100 * v:.2f}%" if v is not None else "-" for v in vals)
               + " |")
+    print("\nmean over k per dataset (DRM / precision / recall):\n")
+    datasets = list(results["benchmark"]["datasets"])
+    print("| config | " + " | ".join(datasets) + " |\n|---|" + "---:|" * len(datasets))
+    for c in results["configs"]:
+        cells = []
+        for ds in datasets:
+            vals = [mean_over_k(c, ds, m) for m in ("drm", "precision", "recall")]
+            cells.append(" / ".join(f"{100 * v:.1f}" if v is not None else "-" for v in vals))
+        print(f"| {c['config']['name']} | " + " | ".join(cells) + " |")
+    for pair in args.goal:
+        a, _, b = pair.partition(":")
+        print("\n" + goal_table(results, a, b))
     print("\n" + report.format_confusions(results, top=5))
     for pair in args.compare:
         a, _, b = pair.partition(":")
