@@ -3,8 +3,9 @@
     python scripts/publish_results.py RESULTS_JSON NAME [--compare baseline:sac] [--goal baseline:sac] [--k 8]
 
 Writes ``docs/results/<name>/results.json`` (the run's results.json WITHOUT the per-query records, which make it
-several MB: configuration, aggregates, confusions, summaries, timings, peak memory and the exact command are kept) and
-``docs/results/<name>/{drm,precision,recall}_at_k.png`` (``llama_index_sac.evaluation.report.write_plots``). Prints:
+several MB: configuration, aggregates, confusions, summaries, timings, peak memory and the exact command are kept),
+``docs/results/<name>/{drm,precision,recall}_at_k.png`` (``llama_index_sac.evaluation.report.write_plots``) and
+``docs/results/<name>/report.md`` (everything printed, so the query-level claims stay checkable). Prints:
 the overall and per-dataset markdown tables, the means over k, timings, the most-confused document pairs, and, for
 each ``--compare A:B`` pair of configurations, queries that B fixes (DRM@k of A > 0.5, B = 0) and queries it does not
 (DRM@k of B > 0.5). Nothing is recomputed: every number is read from the results.json given.
@@ -13,6 +14,8 @@ each ``--compare A:B`` pair of configurations, queries that B fixes (DRM@k of A 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 from pathlib import Path
@@ -130,6 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.json").write_text(json.dumps(slim(results), indent=1), encoding="utf-8")
     report.write_plots(results, out)
 
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        _print_report(results, args)
+    (out / "report.md").write_text(printed.getvalue(), encoding="utf-8")
+    print(printed.getvalue(), end="")
+    return 0
+
+
+def _print_report(results: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"command: `{results['command']}`\n")
     print(f"wall {results['timings']['wall_s']:.0f} s, peak memory {results['peak_memory_mb']:.0f} MiB; "
           f"{results['benchmark']['n_documents']} documents, {results['benchmark']['n_characters']:,} characters, "
@@ -162,7 +174,6 @@ def main(argv: list[str] | None = None) -> int:
     for pair in args.compare:
         a, _, b = pair.partition(":")
         print("\n" + compare(results, a, b, args.k))
-    return 0
 
 
 if __name__ == "__main__":
