@@ -3,6 +3,7 @@ across cache instances (runs); the semantic parser fed through CachedEmbedding g
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import numpy as np
@@ -59,3 +60,11 @@ def test_cached_embedding_shares_sentence_vectors_between_parses(tmp_path: Path,
     assert spans[0] == spans[1] == spans[2]
     assert wrapped.get_query_embedding("indemnity cap") == fake_embedding._vector("indemnity cap")
     cache.close()
+    # the async path gives the same chunks and computes the missing vectors in one batched call, not one per text
+    inner = FakeEmbedding()
+    fresh = EmbeddingCache(tmp_path / "async")
+    parser = SemanticNodeParser.from_defaults(embed_model=CachedEmbedding(inner, fresh, {"m": "fake"}))
+    third = asyncio.run(parser.aget_nodes_from_documents(docs))
+    assert [(n.start_char_idx, n.end_char_idx) for n in third] == spans[0]
+    assert len(inner.calls) == 1 and len(inner.texts_embedded) == computed
+    fresh.close()

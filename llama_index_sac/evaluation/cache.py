@@ -166,6 +166,10 @@ class CachedEmbedding(BaseEmbedding):
     async def _aget_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embedding(text)
 
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        # one batched lookup + computation (the base class would make one call per text); local models are CPU-bound
+        return self._get_text_embeddings(texts)
+
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._inner.get_query_embedding(query)
 
