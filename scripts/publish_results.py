@@ -68,15 +68,15 @@ def goal_table(results: dict[str, Any], a: str, b: str) -> str:
     ka, kb = configs[a]["aggregates"]["overall"], configs[b]["aggregates"]["overall"]
     ks = sorted(ka, key=int)
     head = "| | " + " | ".join(f"k={k}" for k in ks) + " |\n|---|" + "---:|" * len(ks)
-    half = [ka[k]["drm"] / 2 for k in ks]
+    half = [None if ka[k]["drm"] is None else ka[k]["drm"] / 2 for k in ks]  # None: no query had a DRM at k
     mine = [kb[k]["drm"] for k in ks]
-    met = ["yes" if m <= h else f"no (+{m - h:.3f})" for m, h in zip(mine, half)]
-    return "\n".join([
-        head,
-        f"| {a} DRM / 2 | " + " | ".join(f"{v:.3f}" for v in half) + " |",
-        f"| {b} DRM | " + " | ".join(f"{v:.3f}" for v in mine) + " |",
-        "| met | " + " | ".join(met) + " |",
-    ])
+    met = ["-" if m is None or h is None else "yes" if m <= h else f"no (+{m - h:.3f})" for m, h in zip(mine, half)]
+
+    def row(values: list[float | None]) -> str:
+        return " | ".join("-" if v is None else f"{v:.3f}" for v in values)
+
+    lines = [head, f"| {a} DRM / 2 | {row(half)} |", f"| {b} DRM | {row(mine)} |", "| met | " + " | ".join(met) + " |"]
+    return "\n".join(lines)
 
 
 def compare(results: dict[str, Any], a: str, b: str, k: int, n: int = 4) -> str:
