@@ -20,14 +20,16 @@ def test_embedding_cache_computes_each_text_once(tmp_path: Path, fake_embedding:
     cache = EmbeddingCache(tmp_path)
     texts = ["alpha beta", "gamma", "alpha beta", "delta"]
     first = cache.embed(texts, {"m": 1}, "text", fake_embedding.get_text_embedding_batch)
-    assert fake_embedding.texts_embedded == ["alpha beta", "gamma", "delta"]
+    # each distinct text once, shortest first (less padding per batch); the result keeps the input order
+    assert fake_embedding.texts_embedded == ["gamma", "delta", "alpha beta"]
     assert first[0] == first[2]
+    np.testing.assert_allclose(first[0], fake_embedding._vector("alpha beta"), rtol=1e-6)
     np.testing.assert_allclose(first[1], fake_embedding._vector("gamma"), rtol=1e-6)
     assert (cache.hits, cache.misses) == (1, 3)
     cache.close()
     again = EmbeddingCache(tmp_path)  # a later run: everything from disk
     second = again.embed(texts, {"m": 1}, "text", fake_embedding.get_text_embedding_batch)
-    assert fake_embedding.texts_embedded == ["alpha beta", "gamma", "delta"]
+    assert fake_embedding.texts_embedded == ["gamma", "delta", "alpha beta"]
     np.testing.assert_allclose(second, first, rtol=1e-6)
     other_model = again.embed(["gamma"], {"m": 2}, "text", fake_embedding.get_text_embedding_batch)
     assert fake_embedding.texts_embedded[-1] == "gamma" and len(other_model) == 1  # identity is part of the key

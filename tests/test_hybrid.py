@@ -141,11 +141,19 @@ def test_blank_documents_cost_no_embedding(text: str) -> None:
     assert parser.section_parser.embed_model.calls == []  # type: ignore[attr-defined]
 
 
-def test_case11_tiny_inputs() -> None:
-    _, _, one, two = load_case("11")["input"]["texts"]
-    assert make().chunks(one) == [one]
-    spans = make().chunk_indices(two)
+@pytest.mark.parametrize("section_kwargs", [{}, {"number_of_chunks": 2}, {"number_of_chunks": 5}])
+def test_case11_tiny_inputs(section_kwargs: dict) -> None:
+    empty, blank, one, two = load_case("11")["input"]["texts"]
+    assert make(**section_kwargs).chunk_indices(empty) == make(**section_kwargs).chunk_indices(blank) == []
+    assert make(**section_kwargs).chunks(one) == [one]
+    spans = make(**section_kwargs).chunk_indices(two)
     assert len(spans) in (1, 2) and "".join(two[s:e] for s, e in spans) == two
+
+
+def test_from_defaults_number_of_sections_reaches_the_section_parser() -> None:
+    parser = HybridNodeParser.from_defaults(embed_model=FakeEmbedding(), number_of_sections=3)
+    assert parser.section_parser.number_of_chunks == 3 and parser.section_parser.max_chunk_size is None
+    assert HybridNodeParser.from_defaults(embed_model=FakeEmbedding()).section_parser.number_of_chunks is None
 
 
 def test_section_metadata_is_not_embedded_and_chaining_keeps_offsets() -> None:

@@ -196,6 +196,50 @@ def test_min_chunk_size_merges_fragment_into_more_similar_neighbour() -> None:
     assert (a, b) in spans
 
 
+NOTICE = ["Every notice goes to the registered address. ", "A notice by email counts from the next day. "]
+
+
+@pytest.mark.parametrize("method", ["percentile", "standard_deviation", "interquartile", "gradient"])
+def test_number_of_chunks_cuts_at_the_largest_scores(method: str) -> None:
+    # buffer 0: distances [0, 0, 1, 0, 0, 1, 0] (rent | termination | notice); rises [0, 0, 1, -1, 0, 1, -1].
+    # Two scores of 1 (a tie): n=2 takes the earlier; n=3 both; n=10 only the two real shifts; n=1 none.
+    text = "".join(RENT + TERM) + " " + "".join(NOTICE)  # TERM ends without a space
+    a, b = len("".join(RENT)), len("".join(RENT + TERM)) + 1
+
+    def spans(n: int) -> list[tuple[int, int]]:
+        return make(KeywordEmbedding(), breakpoint_method=method, buffer_size=0, number_of_chunks=n).chunk_indices(text)
+
+    assert spans(1) == [(0, len(text))]
+    assert spans(2) == [(0, a), (a, len(text))]
+    assert spans(3) == spans(10) == [(0, a), (a, b), (b, len(text))]
+
+
+def test_number_of_chunks_never_cuts_identical_sentences_and_sizes_still_apply() -> None:
+    same = "The rent is due monthly. " * 8  # 200 characters, every distance 0: no real shift to cut at
+    assert make(number_of_chunks=4).chunk_indices(same) == [(0, len(same))]
+    capped = make(number_of_chunks=1, max_chunk_size=100).chunk_indices(same)  # the size limit adds cuts
+    check_spans(same, capped, 100)
+    assert len(capped) == 2
+
+
+def test_number_of_chunks_is_validated() -> None:
+    with pytest.raises(ValueError, match="number_of_chunks"):
+        make(number_of_chunks=0)
+    with pytest.raises(ValueError, match="number_of_chunks needs a distance-based breakpoint_method"):
+        make(number_of_chunks=3, breakpoint_method="threshold")
+    first = make(number_of_chunks=3).to_dict()
+    assert first["number_of_chunks"] == 3 and first != make(number_of_chunks=2).to_dict()  # in the cache key
+
+
+@PROPERTY_SETTINGS
+@given(text=legal_texts(), n=st.integers(1, 6), method=st.sampled_from(METHODS[1:]))
+def test_number_of_chunks_is_an_upper_bound_without_size_limits(text: str, n: int, method: str) -> None:
+    spans = make(breakpoint_method=method, number_of_chunks=n, max_chunk_size=None).chunk_indices(text)
+    check_spans(text, spans, None)
+    assert len(spans) <= n
+    assert "".join(text[s:e] for s, e in spans) == (text if text.strip() else "")
+
+
 # -- edge cases: shared cases 11 and 08 --------------------------------------------------------------------------
 CASE11_PARAMS = [
     {"buffer_size": 1, "breakpoint_method": "percentile", "breakpoint_threshold_amount": 95},
@@ -204,6 +248,9 @@ CASE11_PARAMS = [
     {"breakpoint_method": "standard_deviation"},
     {"breakpoint_method": "interquartile"},
     {"breakpoint_method": "threshold", "breakpoint_threshold_amount": 0.99},
+    {"number_of_chunks": 2},
+    {"number_of_chunks": 5},
+    {"number_of_chunks": 2, "breakpoint_method": "gradient"},
 ]
 
 

@@ -105,6 +105,7 @@ class HybridNodeParser(SpanNodeParser):
         breakpoint_threshold_amount: float | None = None,
         buffer_size: int = 1,
         min_section_size: int = 100,
+        number_of_sections: int | None = None,
         separators: Sequence[str] | None = None,
         is_separator_regex: bool = False,
         include_metadata: bool = True,
@@ -113,7 +114,9 @@ class HybridNodeParser(SpanNodeParser):
     ) -> HybridNodeParser:
         """Build a parser; ``embed_model=None`` means ``default_embedding_model()`` (all-MiniLM-L6-v2).
 
-        ``min_section_size`` is the section parser's ``min_chunk_size`` (sections are otherwise unlimited)."""
+        ``min_section_size`` is the section parser's ``min_chunk_size`` (sections are otherwise unlimited);
+        ``number_of_sections`` its ``number_of_chunks`` (at most that many sections per document, cut at the largest
+        meaning shifts; None: the breakpoint threshold decides)."""
         section_parser = SemanticNodeParser.from_defaults(
             embed_model=embed_model,
             breakpoint_method=breakpoint_method,
@@ -121,6 +124,7 @@ class HybridNodeParser(SpanNodeParser):
             buffer_size=buffer_size,
             min_chunk_size=min_section_size,
             max_chunk_size=None,
+            number_of_chunks=number_of_sections,
         )
         return cls(
             section_parser=section_parser,

@@ -38,6 +38,13 @@ Steps for one document (``text``), all spans being code-point offsets into ``tex
      whose same-topic sentence pairs score about 0.4 to 0.7 and unrelated ones below 0.3 (recipes quoting 0.8 are
      for OpenAI models, whose similarities are all high).
 
+   ``number_of_chunks = n`` replaces the threshold of the four distance-based methods (LangChain's option of the
+   same name, which turns ``n`` into an approximate percentile): each document is cut at its ``n - 1`` largest
+   scores (distances; rises for ``"gradient"``), counting only scores above zero, ties to the earlier cut. So a
+   document with fewer than ``n`` units, or with fewer than ``n - 1`` real shifts (identical sentences), gets fewer
+   chunks, never an error; step 6 then applies, so ``max_chunk_size`` can add cuts and ``min_chunk_size`` remove
+   some.
+
    A distance must exceed its threshold by more than ``1e-9``, so floating-point noise never cuts a document of
    identical sentences (zero variance gives no breakpoint). Fewer than two units: no distance, no breakpoint.
 6. **Size.** A group longer than ``max_chunk_size`` is cut greedily from its start: each chunk ends, among the unit
@@ -133,11 +140,17 @@ class _DocumentGeometry:
         return self.units[hi][1] - self.units[lo][0]
 
 
-def _breakpoints(geo: _DocumentGeometry, method: str, amount: float) -> list[int]:
+def _breakpoints(geo: _DocumentGeometry, method: str, amount: float, number_of_chunks: int | None = None) -> list[int]:
     """Indices ``k`` such that a chunk ends after unit ``k``."""
     d = geo.distances
     if d.size == 0:
         return []
+    if number_of_chunks is not None:
+        scores = d if method != "gradient" else np.diff(d, prepend=d[0])
+        # the number_of_chunks - 1 largest scores that are real shifts (> 0); ties go to the earlier cut
+        shifts = [k for k in range(scores.size) if scores[k] > _EPS]
+        order = sorted(shifts, key=lambda k: (-round(float(scores[k]), 9), k))
+        return sorted(int(k) for k in order[: number_of_chunks - 1])
     if method == "threshold":
         cuts: list[int] = []
         centroid = geo.weighted[0].copy()
@@ -258,7 +271,8 @@ class SemanticNodeParser(SpanNodeParser):
         ValueError (pydantic ``ValidationError``): ``buffer_size < 0``; sizes out of range or
             ``min_chunk_size > max_chunk_size``; a ``breakpoint_threshold_amount`` outside ``[0, 100]`` for
             ``percentile``/``gradient``, negative for ``standard_deviation``/``interquartile``, outside ``[-1, 1]``
-            for ``threshold``; ``count_metadata=True`` without ``max_chunk_size``.
+            for ``threshold``; ``count_metadata=True`` without ``max_chunk_size``; ``number_of_chunks < 1`` or
+            ``number_of_chunks`` with ``breakpoint_method="threshold"``.
         EmbeddingModelError: when no ``embed_model`` is given and the default model cannot be loaded.
         ValueError: at parse time, when the embedding model returns a wrong number of vectors or non-finite values.
     """
@@ -286,6 +300,13 @@ class SemanticNodeParser(SpanNodeParser):
         default=None,
         description="The method's parameter (None: 0.5 for threshold, 95 for percentile and gradient, 3 for "
         "standard_deviation, 1.5 for interquartile).",
+    )
+    number_of_chunks: int | None = Field(
+        default=None,
+        ge=1,
+        description="Instead of a threshold, cut each document at its number_of_chunks - 1 largest scores "
+        "(distances; rises for 'gradient'), only where the score is above zero; then max_chunk_size and "
+        "min_chunk_size apply. None: the method's threshold decides. Not with 'threshold'.",
     )
     min_chunk_size: int = Field(
         default=100, ge=0, description="Chunks shorter than this many characters merge into a neighbour (0: off)."
@@ -324,6 +345,12 @@ class SemanticNodeParser(SpanNodeParser):
             raise ValueError(
                 f"breakpoint_threshold_amount for 'threshold' is a cosine similarity in [-1, 1], got {amount}"
             )
+        if self.number_of_chunks is not None and method == "threshold":
+            raise ValueError(
+                "number_of_chunks needs a distance-based breakpoint_method (percentile, standard_deviation, "
+                "interquartile or gradient); 'threshold' compares each unit with the running chunk and has no "
+                "score to rank"
+            )
         if self.max_chunk_size is not None and self.min_chunk_size > self.max_chunk_size:
             raise ValueError(
                 f"min_chunk_size ({self.min_chunk_size}) must not exceed max_chunk_size ({self.max_chunk_size})"
@@ -352,6 +379,7 @@ class SemanticNodeParser(SpanNodeParser):
         buffer_size: int = 1,
         min_chunk_size: int = 100,
         max_chunk_size: int | None = 1000,
+        number_of_chunks: int | None = None,
         sentence_backend: SentenceBackend = "nupunkt",
         embed_batch_size: int = 64,
         include_metadata: bool = True,
@@ -366,6 +394,7 @@ class SemanticNodeParser(SpanNodeParser):
             buffer_size=buffer_size,
             min_chunk_size=min_chunk_size,
             max_chunk_size=max_chunk_size,
+            number_of_chunks=number_of_chunks,
             sentence_backend=sentence_backend,
             embed_batch_size=embed_batch_size,
             include_metadata=include_metadata,
@@ -402,7 +431,8 @@ class SemanticNodeParser(SpanNodeParser):
             return _close_gaps(len(text), [units[0]], limit)
         weights = np.array([max(end - start, 1) for start, end in units], dtype=float)
         geo = _DocumentGeometry(units, vectors, weights, self.buffer_size)
-        bounds = [-1, *_breakpoints(geo, self.breakpoint_method, self.threshold_amount), len(units) - 1]
+        cuts = _breakpoints(geo, self.breakpoint_method, self.threshold_amount, self.number_of_chunks)
+        bounds = [-1, *cuts, len(units) - 1]
         chunks: list[tuple[int, int]] = []
         for a, b in zip(bounds, bounds[1:]):
             chunks.extend(_cap_group(geo, a + 1, b, limit))
