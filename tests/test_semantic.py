@@ -227,6 +227,8 @@ def test_number_of_chunks_is_validated() -> None:
         make(number_of_chunks=0)
     with pytest.raises(ValueError, match="number_of_chunks needs a distance-based breakpoint_method"):
         make(number_of_chunks=3, breakpoint_method="threshold")
+    with pytest.raises(ValueError, match="number_of_chunks and breakpoint_threshold_amount both set"):
+        make(number_of_chunks=3, breakpoint_threshold_amount=90)
     first = make(number_of_chunks=3).to_dict()
     assert first["number_of_chunks"] == 3 and first != make(number_of_chunks=2).to_dict()  # in the cache key
 

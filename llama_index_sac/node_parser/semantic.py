@@ -272,7 +272,7 @@ class SemanticNodeParser(SpanNodeParser):
             ``min_chunk_size > max_chunk_size``; a ``breakpoint_threshold_amount`` outside ``[0, 100]`` for
             ``percentile``/``gradient``, negative for ``standard_deviation``/``interquartile``, outside ``[-1, 1]``
             for ``threshold``; ``count_metadata=True`` without ``max_chunk_size``; ``number_of_chunks < 1`` or
-            ``number_of_chunks`` with ``breakpoint_method="threshold"``.
+            ``number_of_chunks`` with ``breakpoint_method="threshold"`` or with a ``breakpoint_threshold_amount``.
         EmbeddingModelError: when no ``embed_model`` is given and the default model cannot be loaded.
         ValueError: at parse time, when the embedding model returns a wrong number of vectors or non-finite values.
     """
@@ -344,6 +344,11 @@ class SemanticNodeParser(SpanNodeParser):
         if method == "threshold" and not -1 <= amount <= 1:
             raise ValueError(
                 f"breakpoint_threshold_amount for 'threshold' is a cosine similarity in [-1, 1], got {amount}"
+            )
+        if self.number_of_chunks is not None and self.breakpoint_threshold_amount is not None:
+            raise ValueError(
+                "number_of_chunks and breakpoint_threshold_amount both set: number_of_chunks replaces the threshold, "
+                "give one of them"
             )
         if self.number_of_chunks is not None and method == "threshold":
             raise ValueError(
