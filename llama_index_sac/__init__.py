@@ -5,7 +5,7 @@ Reuter et al., "Towards Reliable Retrieval in RAG Systems for Large Legal Datase
 
 from llama_index_sac.augmentation import SummaryAugmentationTransformation
 from llama_index_sac.datasets import load_legalbenchrag, synthetic_contracts
-from llama_index_sac.embeddings import default_embedding_model
+from llama_index_sac.embeddings import EmbedLimitWarning, default_embedding_model
 from llama_index_sac.evaluation import (
     DRMMetric,
     RetrievalQualityEvaluator,
@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BaseSummarizer",
+    "EmbedLimitWarning",
     "ExtractiveSummarizer",
     "LLMSummarizer",
     "NumpyVectorStore",

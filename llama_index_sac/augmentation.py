@@ -81,6 +81,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny,
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
 from tqdm.auto import tqdm
 
+from llama_index_sac.embeddings import EmbedLimitWarning
 from llama_index_sac.node_parser.base import callable_identity
 from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult, run_sync
 from llama_index_sac.summarizers.cache import SummaryCache, summary_cache_key
@@ -98,10 +99,6 @@ logger = logging.getLogger(__name__)
 
 #: Metadata keys the transformation writes for bookkeeping (never embedded, never shown to the LLM).
 BOOKKEEPING_KEYS = ("summary_strategy", "summary_truncated", "summary_cut", "summary_source", "summary_error")
-
-
-class EmbedLimitWarning(UserWarning):
-    """Some augmented nodes (summary + chunk) exceed the embedding model's input limit."""
 
 
 # -- markdown tables (case 15) ---------------------------------------------------------------------------------

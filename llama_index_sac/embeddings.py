@@ -18,8 +18,9 @@ Whichever way it is loaded, the returned model's ``model_name`` is the hub id, s
 do not depend on where the package is installed.
 
 :func:`embedding_max_tokens` and :func:`embedding_token_counter` tell how many tokens a model reads (256 for MiniLM;
-longer inputs are silently truncated by sentence-transformers) and count them, so callers can warn before a text
-is cut.
+longer inputs are silently truncated by sentence-transformers) and count them; :func:`check_embed_limit` uses them
+to warn (:class:`EmbedLimitWarning`) or raise before a text is cut. The semantic and hybrid node parsers run it on
+the EMBED string of every node they build (``on_embed_overflow``).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import logging
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
@@ -40,7 +42,10 @@ __all__ = [
     "MINILM_HUB_REVISION",
     "MINILM_MAX_INPUT_TOKENS",
     "MINILM_SAFETENSORS_SHA256",
+    "EmbedLimitWarning",
     "EmbeddingModelError",
+    "OverflowPolicy",
+    "check_embed_limit",
     "default_embedding_model",
     "embedding_identity",
     "embedding_max_tokens",
@@ -210,3 +215,57 @@ def embedding_token_counter(embed_model: BaseEmbedding) -> Callable[[str], int] 
         return len(tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
 
     return count
+
+
+class EmbedLimitWarning(UserWarning):
+    """Some texts sent to the embedding model exceed its input limit: the model would truncate them without notice."""
+
+
+#: What to do when texts exceed the embedding model's input limit.
+OverflowPolicy = Literal["warn", "raise", "ignore"]
+
+
+def check_embed_limit(
+    texts: Sequence[str],
+    embed_model: BaseEmbedding,
+    *,
+    what: str,
+    advice: str,
+    on_overflow: OverflowPolicy = "warn",
+) -> int:
+    """Count the ``texts`` longer than ``embed_model`` reads, and warn or raise once for all of them.
+
+    Lengths are in the model's tokens, special tokens included (:func:`embedding_token_counter`, no truncation),
+    against :func:`embedding_max_tokens` (256 for all-MiniLM-L6-v2). ``what`` names the texts in the message (e.g.
+    ``"SemanticNodeParser chunks (EMBED string)"``), ``advice`` says what to change.
+
+    Returns:
+        The number of texts over the limit; 0 with ``on_overflow="ignore"`` or when the model exposes no tokenizer
+        or no limit (e.g. an API model): then nothing is measured and nothing is claimed.
+
+    Raises:
+        ValueError: ``on_overflow="raise"`` and at least one text is over the limit (the message names how many,
+            the largest and ``advice``). With ``"warn"`` the same message goes to :class:`EmbedLimitWarning` and
+            to this module's logger.
+    """
+    if on_overflow == "ignore" or not texts:
+        return 0
+    if on_overflow not in ("warn", "raise"):
+        raise ValueError(f"on_overflow must be 'warn', 'raise' or 'ignore', got {on_overflow!r}")
+    limit = embedding_max_tokens(embed_model)
+    count = embedding_token_counter(embed_model) if limit is not None else None
+    if limit is None or count is None:
+        return 0
+    sizes = [count(text) for text in texts]
+    over = [size for size in sizes if size > limit]
+    if not over:
+        return 0
+    message = (
+        f"{len(over)} of {len(texts)} {what} exceed the embedding model's input limit of {limit} tokens "
+        f"(largest: {max(over)} tokens); {embed_model.model_name} would truncate them without notice: {advice}"
+    )
+    if on_overflow == "raise":
+        raise ValueError(message)
+    logger.warning(message)
+    warnings.warn(message, EmbedLimitWarning, stacklevel=3)
+    return len(over)

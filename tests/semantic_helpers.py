@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
 
 from llama_index_sac.spans import Span
-from tests.conftest import RecordingEmbedding
+from tests.conftest import FakeEmbedding, RecordingEmbedding
 
 # Two unrelated clauses of four sentences each (liability, then termination): the breakpoint is at LIABILITY's end.
 LIABILITY = (
@@ -118,3 +119,27 @@ class BrokenEmbedding(BaseEmbedding):
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return [1.0, 0.0]
+
+
+class WordTokenizer:
+    """A tokenizer that counts whitespace-separated words, plus 2 special tokens (like [CLS] ... [SEP])."""
+
+    def __call__(self, text: str, add_special_tokens: bool = True, truncation: bool = False) -> dict[str, list[int]]:
+        return {"input_ids": [0] * (len(text.split()) + (2 if add_special_tokens else 0))}
+
+
+class _TokenizerHolder:
+    """Where ``embedding_token_counter`` finds a model's tokenizer: ``embed_model._model.tokenizer``."""
+
+    tokenizer = WordTokenizer()
+
+
+class TokenLimitedEmbedding(FakeEmbedding):
+    """FakeEmbedding with an input limit of ``max_length`` tokens and a word tokenizer (known token counts)."""
+
+    max_length: int = 12
+    _model: _TokenizerHolder = PrivateAttr(default_factory=_TokenizerHolder)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TokenLimitedEmbedding"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,7 @@ from llama_index.core.ingestion.pipeline import get_transformation_hash
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 from pydantic import ValidationError
 
-from llama_index_sac import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
+from llama_index_sac import EmbedLimitWarning, HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.hybrid import SECTION_METADATA_KEYS
 from tests.conftest import FakeEmbedding, load_case
 from tests.semantic_helpers import (
@@ -19,6 +20,7 @@ from tests.semantic_helpers import (
     LIABILITY,
     TERMINATION,
     KeywordEmbedding,
+    TokenLimitedEmbedding,
     check_spans,
     legal_texts,
     rebuild_with_overlap,
@@ -236,3 +238,18 @@ def test_minilm_sections_follow_the_topics() -> None:
     check_spans(text, spans, 200)
     assert not any(s < len(LIABILITY) < e for s, e in spans)
     assert {n.metadata["section_id"] for n in nodes} == {0, 1}
+
+
+def test_nodes_over_the_embedding_limit_warn_or_raise() -> None:
+    text = "Rent is due on the first day of every month in advance. " * 3  # 36 words, one 168-character chunk
+    doc = Document(text=text)
+    sections = SemanticNodeParser(embed_model=TokenLimitedEmbedding(), number_of_chunks=1)
+    parser = HybridNodeParser(section_parser=sections)
+    with pytest.warns(EmbedLimitWarning, match=r"1 of 1 HybridNodeParser nodes .* \(largest: 38 tokens\)"):
+        assert len(parser.get_nodes_from_documents([doc])) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbedLimitWarning)  # 40-character chunks: at most 9 words + 2 tokens
+        assert len(HybridNodeParser(section_parser=sections, chunk_size=40).get_nodes_from_documents([doc])) > 4
+    strict = HybridNodeParser(section_parser=parser.section_parser, on_embed_overflow="raise")
+    with pytest.raises(ValueError, match="lower chunk_size"):
+        strict.get_nodes_from_documents([doc])

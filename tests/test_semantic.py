@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from llama_index.core.ingestion.pipeline import get_transformation_hash
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 from pydantic import ValidationError
 
-from llama_index_sac import RecursiveCharacterNodeParser, SemanticNodeParser
+from llama_index_sac import EmbedLimitWarning, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.sentences import sentence_spans
 from tests.conftest import FakeEmbedding, load_case
 from tests.semantic_helpers import (
@@ -27,6 +28,7 @@ from tests.semantic_helpers import (
     TERMINATION,
     BrokenEmbedding,
     KeywordEmbedding,
+    TokenLimitedEmbedding,
     check_spans,
     legal_texts,
 )
@@ -530,3 +532,57 @@ def test_minilm_three_topics_threshold(minilm) -> None:
 def test_minilm_single_topic_stays_together(minilm) -> None:
     parser = SemanticNodeParser(embed_model=minilm, breakpoint_method="threshold", max_chunk_size=None)
     assert parser.chunk_indices(TERMINATION) == [(0, len(TERMINATION))]
+
+
+@pytest.mark.slow
+def test_minilm_warns_on_a_chunk_over_256_tokens(minilm) -> None:
+    text = (LIABILITY + TERMINATION) * 2  # 1,412 characters, one chunk: more than MiniLM's 256 tokens
+    parser = SemanticNodeParser(embed_model=minilm, number_of_chunks=1, max_chunk_size=None, min_chunk_size=0)
+    with pytest.warns(EmbedLimitWarning, match=r"1 of 1 .* input limit of 256 tokens \(largest: (2[6-9]\d|3\d\d) tok"):
+        parser.get_nodes_from_documents([Document(text=text)])
+
+
+# -- the embedding model's input limit -------------------------------------------------------------------------
+LONG = "One two three four five six seven eight nine ten. Eleven twelve thirteen."  # 13 words: 15 tokens, limit 12
+
+
+def test_nodes_over_the_embedding_limit_warn_once_with_counts() -> None:
+    parser = make(TokenLimitedEmbedding(), number_of_chunks=1, max_chunk_size=None)
+    short = Document(text="Rent is due.", id_="short")  # 3 words: 5 tokens
+    with pytest.warns(EmbedLimitWarning) as record:
+        nodes = parser.get_nodes_from_documents([Document(text=LONG, id_="long"), short])
+    assert len(record) == 1
+    assert "1 of 2 SemanticNodeParser nodes" in str(record[0].message)
+    assert "limit of 12 tokens (largest: 15 tokens)" in str(record[0].message)
+    assert [n.get_content(MetadataMode.NONE) for n in nodes] == [LONG, "Rent is due."]  # nothing is cut
+    with pytest.warns(EmbedLimitWarning, match="1 of 1 SemanticNodeParser nodes"):  # the async path checks too
+        asyncio.run(parser.aget_nodes_from_documents([Document(text=LONG)]))
+
+
+def test_embedding_limit_raise_ignore_and_unknown_tokenizer() -> None:
+    with pytest.raises(ValueError, match="exceed the embedding model's input limit of 12 tokens"):
+        make(TokenLimitedEmbedding(), number_of_chunks=1, on_embed_overflow="raise").get_nodes_from_documents(
+            [Document(text=LONG)]
+        )
+    quiet = [
+        make(TokenLimitedEmbedding(), number_of_chunks=1, on_embed_overflow="ignore"),
+        make(FakeEmbedding(), number_of_chunks=1),  # no tokenizer: nothing measured, nothing claimed
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbedLimitWarning)
+        for parser in quiet:
+            assert len(parser.get_nodes_from_documents([Document(text=LONG)])) == 1
+        make(TokenLimitedEmbedding(), number_of_chunks=1).chunk_indices(LONG)  # spans only: no node, no check
+    with pytest.raises(ValueError):
+        make(on_embed_overflow="sometimes")
+
+
+def test_embedding_limit_counts_embedded_metadata() -> None:
+    meta = {"title": "a b c d e f g h i j"}  # "title: a b ... j" = 11 words; with 3 words of text + 2: 16 > 12
+    parser = make(TokenLimitedEmbedding())
+    with pytest.warns(EmbedLimitWarning, match="largest: 16 tokens"):
+        parser.get_nodes_from_documents([Document(text="Rent is due.", metadata=meta)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbedLimitWarning)
+        doc = Document(text="Rent is due.", metadata=meta, excluded_embed_metadata_keys=["title"])
+        parser.get_nodes_from_documents([doc])

@@ -264,7 +264,12 @@ class SpanNodeParser(NodeParser):
         with _gc_paused():
             for node, spans in zip(nodes, all_spans):
                 out.extend(self._nodes_for(node, spans, settings_hash))
+        self._check_nodes(out)
         return out
+
+    def _check_nodes(self, nodes: list[BaseNode]) -> None:
+        """Called with the nodes of every parse (sync and async); a subclass may check them (e.g. the embedding
+        model's input limit). The base checks nothing."""
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         texts, reserves = self._prepare(nodes)

@@ -27,8 +27,9 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, model_validator
-from llama_index.core.schema import BaseNode
+from llama_index.core.schema import BaseNode, MetadataMode
 
+from llama_index_sac.embeddings import OverflowPolicy, check_embed_limit
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.recursive import DEFAULT_SEPARATORS, recursive_chunk_spans
 from llama_index_sac.node_parser.semantic import BreakpointMethod, SemanticNodeParser
@@ -82,6 +83,12 @@ class HybridNodeParser(SpanNodeParser):
         description="Separator hierarchy of the recursive stage, coarsest first.",
     )
     is_separator_regex: bool = Field(default=False, description="Treat separators as regular expressions.")
+    on_embed_overflow: OverflowPolicy = Field(
+        default="warn",
+        description="When a node's EMBED string (chunk + embedded metadata) is longer than the section parser's "
+        "embedding model reads (256 tokens for MiniLM): one EmbedLimitWarning per parse ('warn'), ValueError "
+        "('raise') or nothing ('ignore'). Chunks are never cut.",
+    )
 
     @model_validator(mode="after")
     def _check_settings(self) -> HybridNodeParser:
@@ -176,6 +183,16 @@ class HybridNodeParser(SpanNodeParser):
 
     def _chunk_indices(self, text: str, reserve: int = 0) -> list[Span]:
         return self._chunk_indices_many([text], [reserve], False)[0]
+
+    def _check_nodes(self, nodes: list[BaseNode]) -> None:
+        check_embed_limit(
+            [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes],
+            self.section_parser.embed_model,
+            what="HybridNodeParser nodes (EMBED string: chunk + embedded metadata)",
+            advice="lower chunk_size (English legal text has about 4 characters per MiniLM token) or exclude "
+            "metadata keys from embedding.",
+            on_overflow=self.on_embed_overflow,
+        )
 
     def section_indices(self, text: str) -> list[Span]:
         """The semantic sections of ``text`` as ``(start, end)`` spans (they tile the text)."""

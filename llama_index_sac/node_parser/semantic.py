@@ -71,9 +71,10 @@ from typing import Any, Literal
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
+from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.utils import get_tqdm_iterable
 
-from llama_index_sac.embeddings import default_embedding_model, embedding_identity
+from llama_index_sac.embeddings import OverflowPolicy, check_embed_limit, default_embedding_model, embedding_identity
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.recursive import recursive_chunk_spans
 from llama_index_sac.sentences import SentenceBackend, sentence_spans
@@ -264,6 +265,11 @@ class SemanticNodeParser(SpanNodeParser):
         nodes = await parser.aget_nodes_from_documents(documents) # same body, async embedding calls
         spans = parser.chunk_indices(contract_text)               # [(0, 812), (812, 1490), ...]
 
+    Embedding limit: every node built (``get_nodes_from_documents``, its async twin, an ``IngestionPipeline``) is
+    measured with the model's tokenizer, EMBED string included; nodes longer than the model reads (256 tokens for
+    MiniLM) give one :class:`~llama_index_sac.embeddings.EmbedLimitWarning` per parse, or ``ValueError`` with
+    ``on_embed_overflow="raise"``. ``chunk_indices`` / ``chunks`` return spans and are not measured.
+
     Ingestion cache: the embedding model is not serialized, but its identity (class name and ``model_name``) is in
     ``to_dict()``, so two parsers with different models or settings never share cache entries or node ids.
 
@@ -322,6 +328,12 @@ class SemanticNodeParser(SpanNodeParser):
         gt=0,
         description="Texts per call to the embedding model (the model may split a call further by its own "
         "embed_batch_size).",
+    )
+    on_embed_overflow: OverflowPolicy = Field(
+        default="warn",
+        description="When a node's EMBED string (chunk + embedded metadata) is longer than the embedding model "
+        "reads (256 tokens for MiniLM; measured with the model's tokenizer when it exposes one): one "
+        "EmbedLimitWarning per parse ('warn'), ValueError ('raise') or nothing ('ignore'). Chunks are never cut.",
     )
     show_progress: bool = Field(
         default=False, exclude=True, description="Show a progress bar over embedding batches (not in the cache key)."
@@ -476,6 +488,16 @@ class SemanticNodeParser(SpanNodeParser):
             self._chunks_from_vectors(text, units, matrix[keys] if keys else matrix[:0], limit)
             for text, units, keys, limit in zip(texts, doc_units, doc_keys, limits)
         ]
+
+    def _check_nodes(self, nodes: list[BaseNode]) -> None:
+        check_embed_limit(
+            [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes],
+            self.embed_model,
+            what="SemanticNodeParser nodes (EMBED string: chunk + embedded metadata)",
+            advice="lower max_chunk_size (English legal text has about 4 characters per MiniLM token, so 1,000 "
+            "characters can exceed 256 tokens) or exclude metadata keys from embedding.",
+            on_overflow=self.on_embed_overflow,
+        )
 
     # -- drivers: the same plan, sync or async embedding calls ---------------------------------------------------
     def _chunk_indices_many(self, texts: list[str], reserves: list[int], show_progress: bool) -> list[list[Span]]:
