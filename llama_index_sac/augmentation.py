@@ -48,8 +48,9 @@ Placements (both tested with ``RecursiveCharacterNodeParser`` and LlamaIndex's `
 
 Embedding input limit (case 03): with ``embed_limit`` set, every node's EMBED string is measured
 (``embed_length_function``, default characters; :func:`token_length_function` for a tokenizer). When some exceed
-the limit, ``on_embed_overflow="warn"`` (default) emits one ``EmbedLimitWarning`` (``warnings`` + ``logging``) naming
-how many nodes, the largest and what to change; ``"raise"`` raises ``ValueError``. The chunk body is never cut.
+the limit, ``on_embed_overflow="warn"`` (default) emits one ``EmbedLimitWarning`` naming how many nodes, the largest
+and what to change (``logging.captureWarnings(True)`` routes it to logging); ``"raise"`` raises ``ValueError``. The
+chunk body is never cut.
 For all-MiniLM-L6-v2 the limit is 256 word pieces (``[CLS]``/``[SEP]`` included).
 
 Errors: the summarizer retries transient errors (see ``LLMSummarizer``). A document that still fails raises
@@ -549,5 +550,5 @@ class SummaryAugmentationTransformation(TransformComponent):
         )
         if self.on_embed_overflow == "raise":
             raise ValueError(message)
-        logger.warning(message)
+        # one channel: warnings (logging.captureWarnings(True) routes them to logging)
         warnings.warn(message, EmbedLimitWarning, stacklevel=3)

@@ -171,12 +171,23 @@ def embedding_identity(embed_model: BaseEmbedding) -> dict[str, str]:
     return {"class_name": embed_model.class_name(), "model_name": str(embed_model.model_name)}
 
 
+def _unwrapped(embed_model: BaseEmbedding) -> BaseEmbedding:
+    """The model a wrapper delegates to (a wrapper, e.g. ``CachedEmbedding``, exposes it as ``wrapped_embedding``)."""
+    seen = {id(embed_model)}
+    while isinstance(inner := getattr(embed_model, "wrapped_embedding", None), BaseEmbedding) and id(inner) not in seen:
+        seen.add(id(inner))
+        embed_model = inner
+    return embed_model
+
+
 def embedding_max_tokens(embed_model: BaseEmbedding) -> int | None:
     """Maximum number of input tokens the model reads (special tokens included), or ``None`` when unknown.
 
     256 for all-MiniLM-L6-v2. Read from the model's ``max_length`` field (``HuggingFaceEmbedding``) or its
-    sentence-transformers ``max_seq_length``; text past it is truncated by the model without notice.
+    sentence-transformers ``max_seq_length``; text past it is truncated by the model without notice. A wrapper that
+    exposes ``wrapped_embedding`` (``CachedEmbedding``) is looked through.
     """
+    embed_model = _unwrapped(embed_model)
     for attr in ("max_length", "max_seq_length"):
         value = getattr(embed_model, attr, None)
         if isinstance(value, int) and value > 0:
@@ -192,7 +203,9 @@ def embedding_max_tokens(embed_model: BaseEmbedding) -> int | None:
 
 def embedding_token_counter(embed_model: BaseEmbedding) -> Callable[[str], int] | None:
     """A function counting the tokens the model would see for a text (special tokens included, no truncation), or
-    ``None`` when the model exposes no tokenizer (then only :func:`embedding_max_tokens` is known)."""
+    ``None`` when the model exposes no tokenizer (then only :func:`embedding_max_tokens` is known). A wrapper that
+    exposes ``wrapped_embedding`` is looked through."""
+    embed_model = _unwrapped(embed_model)
     tokenizer = getattr(getattr(embed_model, "_model", None), "tokenizer", None)
     if tokenizer is None:
         return None
@@ -245,8 +258,8 @@ def check_embed_limit(
 
     Raises:
         ValueError: ``on_overflow="raise"`` and at least one text is over the limit (the message names how many,
-            the largest and ``advice``). With ``"warn"`` the same message goes to :class:`EmbedLimitWarning` and
-            to this module's logger.
+            the largest and ``advice``). With ``"warn"`` the same message is an :class:`EmbedLimitWarning`
+            (route it to logging with ``logging.captureWarnings(True)``).
     """
     if on_overflow == "ignore" or not texts:
         return 0
@@ -255,17 +268,21 @@ def check_embed_limit(
     limit = embedding_max_tokens(embed_model)
     count = embedding_token_counter(embed_model) if limit is not None else None
     if limit is None or count is None:
+        logger.info(
+            "%s not measured: %s exposes no %s", what, embed_model.model_name, "tokenizer" if limit else "input limit"
+        )
         return 0
     sizes = [count(text) for text in texts]
     over = [size for size in sizes if size > limit]
     if not over:
         return 0
     message = (
-        f"{len(over)} of {len(texts)} {what} exceed the embedding model's input limit of {limit} tokens "
-        f"(largest: {max(over)} tokens); {embed_model.model_name} would truncate them without notice: {advice}"
+        f"{len(over)} of {len(texts)} {what} exceed the input limit of {limit} tokens of {embed_model.model_name} "
+        f"(largest: {max(over)} tokens, counted with its tokenizer); embedded with it, they would be truncated "
+        f"without notice: {advice}"
     )
     if on_overflow == "raise":
         raise ValueError(message)
-    logger.warning(message)
+    # one channel: warnings (logging.captureWarnings(True) routes them to logging)
     warnings.warn(message, EmbedLimitWarning, stacklevel=3)
     return len(over)

@@ -538,7 +538,8 @@ def test_minilm_single_topic_stays_together(minilm) -> None:
 def test_minilm_warns_on_a_chunk_over_256_tokens(minilm) -> None:
     text = (LIABILITY + TERMINATION) * 2  # 1,412 characters, one chunk: more than MiniLM's 256 tokens
     parser = SemanticNodeParser(embed_model=minilm, number_of_chunks=1, max_chunk_size=None, min_chunk_size=0)
-    with pytest.warns(EmbedLimitWarning, match=r"1 of 1 .* input limit of 256 tokens \(largest: (2[6-9]\d|3\d\d) tok"):
+    pattern = r"1 of 1 .* input limit of 256 tokens of .*\(largest: (2[6-9]\d|3\d\d) tok"
+    with pytest.warns(EmbedLimitWarning, match=pattern):
         parser.get_nodes_from_documents([Document(text=text)])
 
 
@@ -553,14 +554,14 @@ def test_nodes_over_the_embedding_limit_warn_once_with_counts() -> None:
         nodes = parser.get_nodes_from_documents([Document(text=LONG, id_="long"), short])
     assert len(record) == 1
     assert "1 of 2 SemanticNodeParser nodes" in str(record[0].message)
-    assert "limit of 12 tokens (largest: 15 tokens)" in str(record[0].message)
+    assert "input limit of 12 tokens of unknown (largest: 15 tokens" in str(record[0].message)
     assert [n.get_content(MetadataMode.NONE) for n in nodes] == [LONG, "Rent is due."]  # nothing is cut
     with pytest.warns(EmbedLimitWarning, match="1 of 1 SemanticNodeParser nodes"):  # the async path checks too
         asyncio.run(parser.aget_nodes_from_documents([Document(text=LONG)]))
 
 
 def test_embedding_limit_raise_ignore_and_unknown_tokenizer() -> None:
-    with pytest.raises(ValueError, match="exceed the embedding model's input limit of 12 tokens"):
+    with pytest.raises(ValueError, match="exceed the input limit of 12 tokens"):
         make(TokenLimitedEmbedding(), number_of_chunks=1, on_embed_overflow="raise").get_nodes_from_documents(
             [Document(text=LONG)]
         )
@@ -575,6 +576,34 @@ def test_embedding_limit_raise_ignore_and_unknown_tokenizer() -> None:
         make(TokenLimitedEmbedding(), number_of_chunks=1).chunk_indices(LONG)  # spans only: no node, no check
     with pytest.raises(ValueError):
         make(on_embed_overflow="sometimes")
+
+
+def test_embedding_limit_looks_through_the_runner_cache_and_stays_out_of_ids(tmp_path: Path) -> None:
+    from llama_index_sac.evaluation.cache import CachedEmbedding, EmbeddingCache
+
+    cache = EmbeddingCache(tmp_path)
+    wrapped = CachedEmbedding(TokenLimitedEmbedding(), cache, {"m": "t"})
+    with pytest.raises(ValueError, match="input limit of 12 tokens"):
+        make(wrapped, number_of_chunks=1, on_embed_overflow="raise").get_nodes_from_documents([Document(text=LONG)])
+    cache.close()
+    # a policy for the warning changes neither the nodes nor the ingestion cache key
+    warn, ignore = make(number_of_chunks=1), make(number_of_chunks=1, on_embed_overflow="ignore")
+    doc = Document(text=LONG, id_="d")
+    assert [n.node_id for n in warn.get_nodes_from_documents([doc])] == [
+        n.node_id for n in ignore.get_nodes_from_documents([doc])
+    ]
+    assert get_transformation_hash([doc], warn) == get_transformation_hash([doc], ignore)
+
+
+def test_embedding_limit_advice_names_the_size_option() -> None:
+    with pytest.warns(EmbedLimitWarning, match="set max_chunk_size"):
+        make(TokenLimitedEmbedding(), number_of_chunks=1, max_chunk_size=None).get_nodes_from_documents(
+            [Document(text=LONG)]
+        )
+    with pytest.warns(EmbedLimitWarning, match="lower max_chunk_size"):
+        make(TokenLimitedEmbedding(), number_of_chunks=1, max_chunk_size=500).get_nodes_from_documents(
+            [Document(text=LONG)]
+        )
 
 
 def test_embedding_limit_counts_embedded_metadata() -> None:

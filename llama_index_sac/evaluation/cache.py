@@ -161,6 +161,12 @@ class CachedEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         return "SacCachedEmbedding"
 
+    @property
+    def wrapped_embedding(self) -> BaseEmbedding:
+        """The inner model: :func:`~llama_index_sac.embeddings.embedding_token_counter` and
+        :func:`~llama_index_sac.embeddings.embedding_max_tokens` read its tokenizer and input limit."""
+        return self._inner
+
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return self._cache.embed(texts, self._identity, "text", self._inner.get_text_embedding_batch)
 

@@ -85,9 +85,11 @@ class HybridNodeParser(SpanNodeParser):
     is_separator_regex: bool = Field(default=False, description="Treat separators as regular expressions.")
     on_embed_overflow: OverflowPolicy = Field(
         default="warn",
+        exclude=True,
         description="When a node's EMBED string (chunk + embedded metadata) is longer than the section parser's "
         "embedding model reads (256 tokens for MiniLM): one EmbedLimitWarning per parse ('warn'), ValueError "
-        "('raise') or nothing ('ignore'). Chunks are never cut.",
+        "('raise') or nothing ('ignore'). Chunks are never cut, so it is not part of the cache key or the node "
+        "ids. The section parser's own on_embed_overflow is not used: sections are not embedded.",
     )
 
     @model_validator(mode="after")

@@ -43,7 +43,10 @@ Steps for one document (``text``), all spans being code-point offsets into ``tex
    scores (distances; rises for ``"gradient"``), counting only scores above zero, ties to the earlier cut. So a
    document with fewer than ``n`` units, or with fewer than ``n - 1`` real shifts (identical sentences), gets fewer
    chunks, never an error; step 6 then applies, so ``max_chunk_size`` can add cuts and ``min_chunk_size`` remove
-   some.
+   some. Two consequences of the windows: with ``buffer_size >= 1`` a two-sentence document has one distance of 0
+   (both windows hold both sentences) and stays one chunk (``buffer_size=0`` compares the sentences themselves);
+   ``"gradient"`` never cuts after the first unit (its rise is 0 by definition), so it can give fewer chunks than
+   the other methods for the same ``n``.
 
    A distance must exceed its threshold by more than ``1e-9``, so floating-point noise never cuts a document of
    identical sentences (zero variance gives no breakpoint). Fewer than two units: no distance, no breakpoint.
@@ -331,9 +334,11 @@ class SemanticNodeParser(SpanNodeParser):
     )
     on_embed_overflow: OverflowPolicy = Field(
         default="warn",
+        exclude=True,
         description="When a node's EMBED string (chunk + embedded metadata) is longer than the embedding model "
         "reads (256 tokens for MiniLM; measured with the model's tokenizer when it exposes one): one "
-        "EmbedLimitWarning per parse ('warn'), ValueError ('raise') or nothing ('ignore'). Chunks are never cut.",
+        "EmbedLimitWarning per parse ('warn'), ValueError ('raise') or nothing ('ignore'). Chunks are never cut, "
+        "so it is not part of the cache key or the node ids.",
     )
     show_progress: bool = Field(
         default=False, exclude=True, description="Show a progress bar over embedding batches (not in the cache key)."
@@ -494,8 +499,9 @@ class SemanticNodeParser(SpanNodeParser):
             [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes],
             self.embed_model,
             what="SemanticNodeParser nodes (EMBED string: chunk + embedded metadata)",
-            advice="lower max_chunk_size (English legal text has about 4 characters per MiniLM token, so 1,000 "
-            "characters can exceed 256 tokens) or exclude metadata keys from embedding.",
+            advice=("set max_chunk_size" if self.max_chunk_size is None else "lower max_chunk_size")
+            + " (English legal text has about 4 characters per MiniLM token, so 1,000 characters can exceed 256 "
+            "tokens) or exclude metadata keys from embedding.",
             on_overflow=self.on_embed_overflow,
         )
 
