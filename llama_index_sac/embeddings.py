@@ -250,7 +250,7 @@ def check_embed_limit(
 
     Lengths are in the model's tokens, special tokens included (:func:`embedding_token_counter`, no truncation),
     against :func:`embedding_max_tokens` (256 for all-MiniLM-L6-v2). ``what`` names the texts in the message (e.g.
-    ``"SemanticNodeParser chunks (EMBED string)"``), ``advice`` says what to change.
+    ``"SemanticNodeParser nodes (EMBED string: chunk + embedded metadata)"``), ``advice`` says what to change.
 
     Returns:
         The number of texts over the limit; 0 with ``on_overflow="ignore"`` or when the model exposes no tokenizer
@@ -272,8 +272,7 @@ def check_embed_limit(
             "%s not measured: %s exposes no %s", what, embed_model.model_name, "tokenizer" if limit else "input limit"
         )
         return 0
-    sizes = [count(text) for text in texts]
-    over = [size for size in sizes if size > limit]
+    over = [size for size in map(count, texts) if size > limit]
     if not over:
         return 0
     message = (
