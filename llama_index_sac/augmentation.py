@@ -82,6 +82,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny,
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
 from tqdm.auto import tqdm
 
+from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.embeddings import EmbedLimitWarning
 from llama_index_sac.node_parser.base import callable_identity
 from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult, run_sync
@@ -551,4 +552,4 @@ class SummaryAugmentationTransformation(TransformComponent):
         if self.on_embed_overflow == "raise":
             raise ValueError(message)
         # one channel: warnings (logging.captureWarnings(True) routes them to logging)
-        warnings.warn(message, EmbedLimitWarning, stacklevel=3)
+        warnings.warn(message, EmbedLimitWarning, stacklevel=caller_stacklevel())

@@ -36,6 +36,8 @@ from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
+from llama_index_sac._warn import caller_stacklevel
+
 __all__ = [
     "DEFAULT_EMBED_BATCH_SIZE",
     "DEFAULT_EMBED_MODEL_NAME",
@@ -283,5 +285,5 @@ def check_embed_limit(
     if on_overflow == "raise":
         raise ValueError(message)
     # one channel: warnings (logging.captureWarnings(True) routes them to logging)
-    warnings.warn(message, EmbedLimitWarning, stacklevel=3)
+    warnings.warn(message, EmbedLimitWarning, stacklevel=caller_stacklevel())
     return len(over)

@@ -228,6 +228,19 @@ def _run_determinism() -> str:
     return repr([(n.node_id, n.text, n.start_char_idx, n.get_content(MetadataMode.EMBED)) for n in out])
 
 
+
+def test_embed_limit_warning_points_at_the_pipeline_run_line() -> None:
+    doc = Document(text="Rent is due on the first day of each month. " * 8, id_="d")
+    llm = RecordingLLM(responder=lambda p: "Lease between A and B.")
+    augment = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm), embed_limit=100)
+    pipeline = IngestionPipeline(transformations=[RecursiveCharacterNodeParser(chunk_size=100), augment])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        pipeline.run(documents=[doc])
+    hits = [w for w in record if issubclass(w.category, EmbedLimitWarning)]
+    assert [(w.filename, w.lineno) for w in hits] == [(__file__, line)]  # the user's line, not the library's
+
 def test_case_17_deterministic_across_processes() -> None:
     load_case("17")  # skips here, not inside the subprocesses, when ../shared is absent
     code = "from tests.test_augmentation import _run_determinism; print(_run_determinism())"

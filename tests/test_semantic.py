@@ -560,6 +560,26 @@ def test_nodes_over_the_embedding_limit_warn_once_with_counts() -> None:
         asyncio.run(parser.aget_nodes_from_documents([Document(text=LONG)]))
 
 
+def test_embedding_limit_warning_points_at_the_users_line() -> None:
+    """However deep LlamaIndex calls the parser (directly, an IngestionPipeline, an event loop), the warning's
+    location is the line of this file that started the parse, not a line of the library."""
+    parser = make(TokenLimitedEmbedding(), number_of_chunks=1)
+    docs = [Document(text=LONG)]
+    calls = {
+        "get_nodes_from_documents": lambda: parser.get_nodes_from_documents(docs),
+        "__call__": lambda: parser(docs),
+        "pipeline": lambda: IngestionPipeline(transformations=[parser]).run(documents=docs),
+        "async": lambda: asyncio.run(parser.aget_nodes_from_documents(docs)),
+    }
+    for name, call in calls.items():
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            call()
+        hits = [w for w in record if issubclass(w.category, EmbedLimitWarning)]
+        assert len(hits) == 1, name
+        assert (hits[0].filename, hits[0].lineno) == (__file__, calls[name].__code__.co_firstlineno), name
+
+
 def test_embedding_limit_raise_ignore_and_unknown_tokenizer() -> None:
     with pytest.raises(ValueError, match="exceed the input limit of 12 tokens"):
         make(TokenLimitedEmbedding(), number_of_chunks=1, on_embed_overflow="raise").get_nodes_from_documents(

@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.spans import Span, intersection_length, merge_spans, spans_length
 
 __all__ = [
@@ -224,7 +225,9 @@ def mean_or_none(values: Iterable[float | None], what: str = "metric") -> float 
     """Mean of the values that are not ``None``; ``None`` plus a ``UserWarning`` when there are none."""
     kept = [v for v in values if v is not None]
     if not kept:
-        warnings.warn(f"no eligible value to average for {what}: the mean is None", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"no eligible value to average for {what}: the mean is None", UserWarning, stacklevel=caller_stacklevel()
+        )
         return None
     total = math.fsum(kept) / len(kept)
     return total
@@ -285,7 +288,7 @@ def aggregate(
             warnings.warn(
                 f"dataset {dataset!r} has no eligible query ({ineligible[dataset]} ineligible): its means are None",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=caller_stacklevel(),
             )
     overall: dict[int, dict[str, Any]] = {}
     for k in ks:
@@ -299,5 +302,7 @@ def aggregate(
             summary[count] = sum(datasets[d][k][count] for d in datasets)
         overall[k] = summary
     if not any(overall[k]["n_queries"] for k in ks):
-        warnings.warn("no eligible query in any dataset: every overall mean is None", UserWarning, stacklevel=2)
+        warnings.warn(
+            "no eligible query in any dataset: every overall mean is None", UserWarning, stacklevel=caller_stacklevel()
+        )
     return {"datasets": datasets, "overall": overall}
