@@ -220,15 +220,6 @@ def test_case_15_table_header_in_embed_prefix() -> None:
     assert markdown_table_header(text, 0, 20) is None and markdown_table_header("no table", 0, 5) is None
 
 
-# -- case 17: determinism --------------------------------------------------------------------------------------
-def _run_determinism() -> str:
-    case = load_case("17")
-    nodes = RecursiveCharacterNodeParser(chunk_size=60)([Document(text=case["input"]["text"], id_="d17")])
-    out = SummaryAugmentationTransformation()(nodes)
-    return repr([(n.node_id, n.text, n.start_char_idx, n.get_content(MetadataMode.EMBED)) for n in out])
-
-
-
 def test_embed_limit_warning_points_at_the_pipeline_run_line() -> None:
     doc = Document(text="Rent is due on the first day of each month. " * 8, id_="d")
     llm = RecordingLLM(responder=lambda p: "Lease between A and B.")
@@ -240,6 +231,15 @@ def test_embed_limit_warning_points_at_the_pipeline_run_line() -> None:
         pipeline.run(documents=[doc])
     hits = [w for w in record if issubclass(w.category, EmbedLimitWarning)]
     assert [(w.filename, w.lineno) for w in hits] == [(__file__, line)]  # the user's line, not the library's
+
+
+# -- case 17: determinism --------------------------------------------------------------------------------------
+def _run_determinism() -> str:
+    case = load_case("17")
+    nodes = RecursiveCharacterNodeParser(chunk_size=60)([Document(text=case["input"]["text"], id_="d17")])
+    out = SummaryAugmentationTransformation()(nodes)
+    return repr([(n.node_id, n.text, n.start_char_idx, n.get_content(MetadataMode.EMBED)) for n in out])
+
 
 def test_case_17_deterministic_across_processes() -> None:
     load_case("17")  # skips here, not inside the subprocesses, when ../shared is absent

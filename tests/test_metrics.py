@@ -254,6 +254,22 @@ def test_mean_or_none():
         assert mean_or_none([]) is None
 
 
+def test_metric_warnings_point_at_the_callers_line():
+    """The three warnings of metrics.py name this file's line, not a line inside the package."""
+    only_ineligible = [{"dataset": "d", "scores": None}]
+    calls = [
+        lambda: mean_or_none([]),
+        lambda: aggregate(only_ineligible, ks=[1]),  # "dataset 'd' has no eligible query" + "no eligible query in any"
+        lambda: aggregate([], ks=[1]),
+    ]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            call()
+        assert record, call
+        assert {(w.filename, w.lineno) for w in record} == {(__file__, call.__code__.co_firstlineno)}
+
+
 # -- aggregation ------------------------------------------------------------------------------------------------
 
 

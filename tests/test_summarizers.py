@@ -22,7 +22,7 @@ from llama_index_sac.summarizers import (
     summary_cache_key,
 )
 from llama_index_sac.summarizers.base import cut_at_word_boundary, normalize_summary
-from llama_index_sac.summarizers.extractive import find_date, find_document_type, find_parties
+from llama_index_sac.summarizers.extractive import _is_privacy_text, find_date, find_document_type, find_parties
 from tests._summary_fakes import HTTPStatusError, RecordingLLM, document_of
 from tests.conftest import LEGALBENCH, load_case, requires_legalbench
 
@@ -174,6 +174,10 @@ def test_extractive_plural_exhibit_cover_line_and_privacy_density() -> None:
     summarizer = ExtractiveSummarizer().fit([dense, sparse, NDA, LEASE])
     assert summarizer.summarize(dense).summary.startswith("Privacy policy")
     assert summarizer.summarize(sparse).summary.startswith("Document")
+    # the boundary: 12 mentions per 10,000 characters is privacy text, one character more is not
+    at_limit = "privacy " * 12 + "x" * (10_000 - 96)
+    assert _is_privacy_text(at_limit) and not _is_privacy_text(at_limit + "x")
+    assert not _is_privacy_text("privacy personal data")  # 2 mentions: never, however short
 
 
 @requires_legalbench

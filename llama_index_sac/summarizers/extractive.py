@@ -11,7 +11,9 @@ within ``max_chars`` characters, where
   (``Exhibit 10.1``, ``EXECUTION COPY``, confidentiality legends, tables of contents): the first short line that
   contains a document-type noun (agreement, plan of merger, licence, policy, NDA...) and is in capitals or title
   case, else a ``This ... Agreement`` phrase, else ``Privacy policy`` for text dominated by privacy vocabulary
-  (at least ``_PRIVACY_PER_10K`` mentions per 10,000 characters), else ``Document``;
+  (at least ``_PRIVACY_PER_10K`` mentions of "privacy", "personal information" or "personal data" per 10,000
+  characters of the term sample), else ``Document``. The same density turns a bare ``Policy`` / ``Notice`` /
+  ``Statement`` title into ``Privacy policy`` / ``Privacy notice`` / ``Privacy statement``;
 * the PARTIES are found where contracts name them: the entity names after ``between`` / ``by and among`` (an entity
   is a run of capitalized words, optionally closed by a corporate suffix such as ``Inc.``, ``LLC``, ``S.A.``); the
   second and later parties must follow an ``and`` or, in a list, directly follow a suffixed name. Jurisdictions,
@@ -208,6 +210,13 @@ def _smart_case(text: str) -> str:
         else:
             out.append("-".join(p[:1].upper() + p[1:].lower() for p in word.split("-")))
     return " ".join(out)
+
+
+def _is_privacy_text(low: str) -> bool:
+    """Privacy vocabulary in lower-cased ``low`` at least ``_PRIVACY_PER_10K`` times per 10,000 characters (and at
+    least 3 times)."""
+    mentions = low.count("privacy") + low.count("personal information") + low.count("personal data")
+    return mentions >= 3 and mentions * 10_000 >= _PRIVACY_PER_10K * max(1, len(low))
 
 
 def _segments(lead: str) -> Iterator[str]:
@@ -570,8 +579,7 @@ class ExtractiveSummarizer(BaseSummarizer):
         sample = _sample(text, self.term_sample_chars)
         doc_type = find_document_type(lead)
         low = sample.lower()
-        mentions = low.count("privacy") + low.count("personal information") + low.count("personal data")
-        privacy = mentions >= 3 and mentions * 10_000 >= _PRIVACY_PER_10K * max(1, len(sample))
+        privacy = _is_privacy_text(low)
         if privacy and (doc_type is None or doc_type.lower() in ("policy", "notice", "statement")):
             doc_type = "Privacy policy" if doc_type is None else f"Privacy {doc_type.lower()}"
         if doc_type is not None and "privacy" in doc_type.lower():
