@@ -49,6 +49,10 @@ PUBLISHED = [path for path in sorted((Path(__file__).resolve().parents[1] / "doc
              if _has_extractive_summaries(path)]
 
 
+#: the ExtractiveSummarizer fields a run records in summary_info.summarizer_identity (besides version and fingerprint)
+SUMMARIZER_SETTINGS = ("max_chars", "metadata_keys", "max_terms", "lead_chars", "term_sample_chars", "include_date")
+
+
 def test_published_runs_with_extractive_summaries_exist() -> None:
     assert len(PUBLISHED) >= 6, [p.parent.name for p in PUBLISHED]  # grids 1-3, 4a, 4b, 4c
 
@@ -69,8 +73,7 @@ def test_published_extractive_summaries_are_what_the_code_writes(path: Path) -> 
         assert entry.get("summaries") and entry.get("summary_info"), (path.parent.name, config["name"], "no summaries")
         # the summarizer's settings as the run recorded them (one extractive summarizer serves every dataset)
         identity = next(iter(entry["summary_info"]["summarizer_identity"].values()))
-        settings = ("max_chars", "metadata_keys", "max_terms", "lead_chars", "term_sample_chars", "include_date")
-        summarizer = ExtractiveSummarizer(**{key: identity[key] for key in settings})
+        summarizer = ExtractiveSummarizer(**{key: identity[key] for key in SUMMARIZER_SETTINGS})
         docs = bench.to_documents(embed_metadata_keys=config["embed_metadata"])
         summarizer.fit(docs)
         written = {doc.id_: summarizer.summarize(doc.text, doc.metadata).summary for doc in docs}

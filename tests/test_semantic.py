@@ -577,7 +577,7 @@ def test_embedding_limit_warning_points_at_the_users_line() -> None:
             call()
         hits = [w for w in record if issubclass(w.category, EmbedLimitWarning)]
         assert len(hits) == 1, name
-        assert (hits[0].filename, hits[0].lineno) == (__file__, calls[name].__code__.co_firstlineno), name
+        assert (hits[0].filename, hits[0].lineno) == (__file__, call.__code__.co_firstlineno), name
 
 
 def test_embedding_limit_raise_ignore_and_unknown_tokenizer() -> None:
