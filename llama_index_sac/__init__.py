@@ -12,6 +12,12 @@ from llama_index_sac.evaluation import (
     SpanPrecisionMetric,
     SpanRecallMetric,
 )
+from llama_index_sac.ingestion import (
+    SACIngestionPipeline,
+    SettingsChangedWarning,
+    SummaryFailureWarning,
+    failed_documents,
+)
 from llama_index_sac.node_parser import (
     DEFAULT_SEPARATORS,
     LEGAL_SEPARATORS,
@@ -25,18 +31,31 @@ from llama_index_sac.summarizers import (
     BaseSummarizer,
     ExtractiveSummarizer,
     LLMSummarizer,
+    LLMUnavailableError,
     SummarizationError,
     SummaryCache,
+    SummaryResult,
+    TermStatistics,
 )
+from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCacheError
 from llama_index_sac.vector_store import NumpyVectorStore
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BaseSummarizer",
+    "CacheWriteWarning",
+    "SACIngestionPipeline",
+    "SettingsChangedWarning",
+    "SummaryCacheError",
+    "SummaryFailureWarning",
+    "SummaryResult",
+    "TermStatistics",
+    "failed_documents",
     "EmbedLimitWarning",
     "ExtractiveSummarizer",
     "LLMSummarizer",
+    "LLMUnavailableError",
     "NumpyVectorStore",
     "SummarizationError",
     "SummaryAugmentationTransformation",

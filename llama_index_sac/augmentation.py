@@ -25,26 +25,31 @@ What it does to each node (chunk or document):
 * The summary is excluded from the LLM rendering (``MetadataMode.LLM``) unless ``include_summary_in_llm=True``.
 * Bookkeeping keys, excluded from EMBED and LLM: ``summary_strategy`` (``single``/``map_reduce``/``head_tail``/
   ``extractive``/``empty``), ``summary_truncated`` (the summarizer did not read the whole document), ``summary_cut``
-  (the summary was cut at a word boundary), ``summary_source`` (``document`` or ``reconstructed``), and on failure
-  with ``on_error="skip"`` ``summary_error`` (then there is no ``document_summary``).
+  (the summary was cut at a word boundary), ``summary_source`` (where the full text came from: ``document`` (a
+  Document or ``documents=``), ``chunks`` (rebuilt exactly from the chunks' offsets: the same text, so the same
+  summary), ``chunks_with_gaps`` (rebuilt, but some characters were covered by no chunk and were filled with spaces:
+  the summary can differ from the Document's)), ``summary_cache_error`` (the summary is fine but could not be stored
+  in ``cache_dir``) and, on failure with ``on_error="skip"``, ``summary_error`` (then there is no
+  ``document_summary``).
 
 Placements (both tested with ``RecursiveCharacterNodeParser`` and LlamaIndex's ``SentenceSplitter``):
 
 * AFTER the parser (recommended): nodes with a SOURCE relationship are grouped by source document, one summarizer
   call per document. The full text comes from, in order: a ``Document`` with that id in the same input list; the
   ``documents=`` argument (``transform(nodes, documents=docs)``, a sequence of Documents or a mapping id -> text);
-  else it is RECONSTRUCTED from the nodes by their exact offsets: nodes sorted by ``start_char_idx``, overlaps
-  checked to agree character for character (else ``ValueError``), gaps (e.g. whitespace a parser left out) filled
-  with as many spaces, so offsets stay valid; a node without offsets raises ``ValueError``. A reconstructed text can
-  differ from the original in gaps only, so its summary cache key can differ too (``summary_source=
-  "reconstructed"``). The summary never eats into the chunk size: the parser already ran.
+  else it is rebuilt from the nodes by their exact offsets (:func:`~llama_index_sac.reconstruct.reconstruct_text`):
+  exact for this package's parsers (``summary_source="chunks"``); gaps (whitespace a parser left out) are filled with
+  spaces (``"chunks_with_gaps"``); a node without offsets or disagreeing overlaps raise ``ValueError``. The summary
+  never eats into the chunk size: the parser already ran.
 * BEFORE the parser: Documents in, the summary goes into each Document's metadata (with the exclusions above) and
   the parser copies it to every chunk. Our parsers size chunks by content only (``count_metadata=False``, the
   paper's 500 characters) and ignore it. LlamaIndex's ``SentenceSplitter`` is metadata-aware: it subtracts the
   longer of the EMBED/LLM metadata renderings (in tokens) from ``chunk_size``, so the chunk BODY shrinks by the
   summary's size, and when the metadata is at least ``chunk_size`` it raises ``ValueError("Metadata length (...)
   is longer than chunk size (...)")`` (case 02). Place the transformation after ``SentenceSplitter`` to keep its
-  content budget, or keep this placement deliberately to make ``chunk_size`` bound summary + chunk.
+  content budget, or keep this placement deliberately to make ``chunk_size`` bound summary + chunk. With a docstore
+  (``DocstoreStrategy.UPSERTS``) this placement changes each Document's hash (its metadata now holds the summary),
+  so every re-run treats every document as changed: use the after-parser placement there.
 
 Embedding input limit (case 03): with ``embed_limit`` set, every node's EMBED string is measured
 (``embed_length_function``, default characters; :func:`token_length_function` for a tokenizer). When some exceed
@@ -55,39 +60,55 @@ For all-MiniLM-L6-v2 the limit is 256 word pieces (``[CLS]``/``[SEP]`` included)
 
 Errors: the summarizer retries transient errors (see ``LLMSummarizer``). A document that still fails raises
 :class:`SummarizationError` (``on_error="raise"``: documents not yet started are cancelled; completed summaries
-are already in the cache) or, with ``on_error="skip"``, is recorded on each of its nodes as ``summary_error``.
-Never a silent substitute.
+are already in the cache) or, with ``on_error="skip"``, is recorded on each of its nodes as ``summary_error``
+(:func:`~llama_index_sac.ingestion.failed_documents` lists them). Never a silent substitute. An LLM that is down
+(``LLMUnavailableError``, after the summarizer's ``max_consecutive_failures``) fails the remaining documents at
+once, without a request each.
+
+Recovery: a failure must come back by simply running again. Each failure raises the transformation's
+``failure_epoch`` (kept in ``cache_dir`` when set, else on this object) and ``to_dict()`` carries it, so LlamaIndex's
+ingestion cache, which stored the output with the failed nodes under the old settings hash, misses on the next run:
+the failed documents are summarized again, every other summary comes from the summary cache (``cache_dir``, or this
+object's memory), so no other summarizer call is made. With a docstore, use
+:class:`~llama_index_sac.ingestion.SACIngestionPipeline`: LlamaIndex records a document as done before anyone looks at
+its nodes, so only a pipeline can take a failed document back out of the docstore (and its rows out of the vector
+store) for the next run.
 
 Cache: with ``cache_dir`` set, summaries are stored on disk (:class:`SummaryCache`, keyed by document text + folded
 metadata + summarizer identity, never the document id) as each document completes; a second run makes zero
 summarizer calls. ``to_dict()`` includes ``summarizer_identity``, so LlamaIndex's ingestion cache tells
-summarizers (model, prompts, ``max_chars``, fitted corpus) apart.
+summarizers (model, prompts, ``max_chars``, term statistics) apart. Cache faults are per-document faults: an entry
+that cannot be read is a miss; one that cannot be written (read-only or full disk, a file where a folder should be)
+leaves the summary in place and marks its nodes ``summary_cache_error`` (one ``CacheWriteWarning`` per call); a
+cache location that cannot be used at all raises ``SummaryCacheError`` before any summarizer call with
+``on_error="raise"``, and is read-only (hits still served) with ``on_error="skip"``.
 
-Fitting: a summarizer that ``requires_fit`` (``ExtractiveSummarizer``) is fitted on the full texts of the documents
-of the call when it is not fitted yet (or on every call with ``refit=True``). Fit it yourself on the whole corpus
-when you ingest in batches.
+Determinism: a summary depends on the document (text, chosen metadata) and the summarizer's settings only, never on
+the batch: nothing is fitted on the documents of a call (``refit`` is deprecated and ignored).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, field_validator
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
 from tqdm.auto import tqdm
 
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.embeddings import EmbedLimitWarning
 from llama_index_sac.node_parser.base import callable_identity
+from llama_index_sac.reconstruct import reconstruct_text
 from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult, run_sync
-from llama_index_sac.summarizers.cache import SummaryCache, summary_cache_key
+from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCache, SummaryCacheError, summary_cache_key
 from llama_index_sac.summarizers.extractive import ExtractiveSummarizer
+from llama_index_sac.summarizers.retry import LLMUnavailableError
+from llama_index_sac.tables import markdown_table_header, markdown_tables
 
 __all__ = [
     "BOOKKEEPING_KEYS",
@@ -100,59 +121,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Metadata keys the transformation writes for bookkeeping (never embedded, never shown to the LLM).
-BOOKKEEPING_KEYS = ("summary_strategy", "summary_truncated", "summary_cut", "summary_source", "summary_error")
-
-
-# -- markdown tables (case 15) ---------------------------------------------------------------------------------
-_TABLE_LINE = re.compile(r"[ \t]*\|")
-_DELIMITER = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*")
-
-
-@dataclass
-class _Table:
-    start: int  # first header line
-    header_end: int  # end of the delimiter row
-    end: int  # end of the last row
-    header: str  # header rows + delimiter row, as in the text
-
-
-def _tables(text: str) -> list[_Table]:
-    tables: list[_Table] = []
-    block: list[tuple[int, int]] = []
-    pos = 0
-    lines = []
-    for line in text.splitlines(keepends=True):
-        lines.append((pos, pos + len(line.rstrip("\r\n"))))
-        pos += len(line)
-    lines.append((pos, pos))  # sentinel
-    for start, end in lines:
-        if start < end and _TABLE_LINE.match(text, start, end):
-            block.append((start, end))
-            continue
-        if len(block) >= 2:
-            for s, e in block[1:]:
-                if _DELIMITER.fullmatch(text, s, e):
-                    tables.append(_Table(block[0][0], e, block[-1][1], text[block[0][0]: e]))
-                    break
-        block = []
-    return tables
-
-
-def markdown_table_header(text: str, start: int, end: int, tables: list[Any] | None = None) -> str | None:
-    """The header of the markdown table whose DATA rows the span ``text[start:end]`` holds while the header itself
-    is not wholly inside the span (a chunk cut from the middle of a table, case 15); else ``None``.
-
-    The header is the table's first row(s) up to and including the ``|---|`` delimiter row, exactly as in the text.
-    Only the first such table of the span counts (any later table starts inside the span, header included).
-    ``tables`` may pass a precomputed ``_tables(text)`` list."""
-    for table in tables if tables is not None else _tables(text):
-        if table.end <= start or table.start >= end:
-            continue
-        if table.header_end < end and table.end > max(start, table.header_end):  # the span holds data rows
-            if not (start <= table.start and table.header_end <= end):
-                return table.header
-        return None
-    return None
+BOOKKEEPING_KEYS = ("summary_strategy", "summary_truncated", "summary_cut", "summary_source", "summary_cache_error",
+                    "summary_error")
 
 
 # -- tokenizers ------------------------------------------------------------------------------------------------
@@ -195,6 +165,7 @@ class _Group:
     source: str = "document"
     result: SummaryResult | None = None
     error: str | None = None
+    cache_error: str | None = None
 
 
 class SummaryAugmentationTransformation(TransformComponent):
@@ -262,8 +233,8 @@ class SummaryAugmentationTransformation(TransformComponent):
     num_workers: int = Field(default=4, ge=1, description="Maximum concurrent summarizer (LLM) requests.")
     show_progress: bool = Field(default=False, description="Show a progress bar over documents.")
     refit: bool = Field(
-        default=False, description="Refit a summarizer that requires_fit on every call's documents (False: only "
-        "when it is not fitted yet)."
+        default=False, description="Deprecated, ignored: summaries no longer depend on the batch (nothing is fitted "
+        "on a call's documents). Build a TermStatistics once for ExtractiveSummarizer instead.",
     )
     cache_dir: str | None = Field(
         default=None, exclude=True,
@@ -271,6 +242,20 @@ class SummaryAugmentationTransformation(TransformComponent):
     )
 
     _calls: int = PrivateAttr(default=0)
+    _epoch: int = PrivateAttr(default=0)  # failures recorded by this object (see failure_epoch)
+    _memo: dict[str, SummaryResult] = PrivateAttr(default_factory=dict)  # summaries by cache key, without cache_dir
+
+    @field_validator("refit")
+    @classmethod
+    def _refit_deprecated(cls, value: bool) -> bool:
+        if value:
+            warnings.warn(
+                "SummaryAugmentationTransformation(refit=True) is deprecated and ignored: a summary no longer depends "
+                "on the documents of the call. For ExtractiveSummarizer, build one TermStatistics from your corpus "
+                "(TermStatistics.from_texts(...).save(path)) and pass term_statistics=path.",
+                DeprecationWarning, stacklevel=caller_stacklevel(),
+            )
+        return value
 
     @field_serializer("embed_length_function")
     def _serialize_length(self, fn: Callable[[str], int] | None) -> str | None:
@@ -281,10 +266,27 @@ class SummaryAugmentationTransformation(TransformComponent):
         return "SummaryAugmentationTransformation"
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        """Settings (as LlamaIndex's ingestion cache hashes them), plus ``summarizer_identity``."""
+        """Settings (as LlamaIndex's ingestion cache hashes them), plus ``summarizer_identity`` and, once a summary
+        has failed, ``failure_epoch`` (so the next run misses the cached output that holds the failed nodes)."""
         data = super().to_dict(**kwargs)
         data["summarizer_identity"] = self.summarizer.identity()
+        epoch = self.failure_epoch
+        if epoch:
+            data["failure_epoch"] = epoch
         return data
+
+    @property
+    def failure_epoch(self) -> int:
+        """How many calls had a failed summary: this object's count, or the count kept in ``cache_dir``, whichever
+        is larger (0 when none ever failed). Only ever grows; see the module docstring (Recovery)."""
+        cache = self.cache
+        stored = cache.failure_epoch() if cache is not None else 0
+        return max(self._epoch, stored)
+
+    def note_failure_epoch(self, epoch: int) -> None:
+        """Raise this object's ``failure_epoch`` to at least ``epoch`` (used by ``SACIngestionPipeline``, which
+        keeps the epoch in the ingestion cache so that it travels with ``persist``/``load``)."""
+        self._epoch = max(self._epoch, int(epoch))
 
     @property
     def summarizer_calls(self) -> int:
@@ -305,8 +307,11 @@ class SummaryAugmentationTransformation(TransformComponent):
         """Async :meth:`__call__` (the one body both run)."""
         show_progress = bool(kwargs.get("show_progress", self.show_progress))
         groups = self._group(nodes, kwargs.get("documents"))
-        self._fit(groups)
+        reset = getattr(self.summarizer, "reset_circuit", None)
+        if callable(reset):  # a new call tries an endpoint that was down again
+            reset()
         await self._summarize_all(groups, show_progress)
+        self._record_failures(groups)
         for group in groups:
             self._apply(group)
         self._check_embed_limit(nodes)
@@ -341,8 +346,8 @@ class SummaryAugmentationTransformation(TransformComponent):
                 if not isinstance(doc, str):
                     group.metadata = dict(doc.metadata)
             else:
-                group.text = self._reconstruct(group)
-                group.source = "reconstructed"
+                group.text, gaps = reconstruct_text(group.doc_id, group.members)
+                group.source = "chunks_with_gaps" if gaps else "chunks"
             if group.metadata is None:
                 group.metadata = self._inherited_metadata(group.members[0])
         return list(groups.values())
@@ -371,69 +376,33 @@ class SummaryAugmentationTransformation(TransformComponent):
             own.add(self.table_header_key)
         return {k: v for k, v in node.metadata.items() if k not in own}
 
-    @staticmethod
-    def _reconstruct(group: _Group) -> str:
-        spans = []
-        for node in group.members:
-            start = getattr(node, "start_char_idx", None)
-            end = getattr(node, "end_char_idx", None)
-            text = node.get_content(metadata_mode=MetadataMode.NONE)
-            if start is None or end is None or end - start != len(text):
-                raise ValueError(
-                    f"cannot reconstruct document {group.doc_id!r}: node {node.node_id!r} has no exact offsets "
-                    f"(start_char_idx={start}, end_char_idx={end}, len(text)={len(text)}). Pass "
-                    "documents=[...] to the transformation, include the Documents in its input, or place it "
-                    "before the parser."
-                )
-            spans.append((start, end, text, node.node_id))
-        spans.sort(key=lambda s: (s[0], s[1]))
-        parts: list[str] = []
-        cursor = 0
-        for start, end, text, node_id in spans:
-            if start > cursor:
-                parts.append(" " * (start - cursor))  # a gap: offsets stay valid
-                cursor = start
-            if end <= cursor:
-                overlap_new = ""
-            else:
-                overlap_new = text[cursor - start:]
-            shared = min(end, cursor) - start
-            if shared > 0:
-                known = "".join(parts)[start: start + shared]
-                if known != text[:shared]:
-                    raise ValueError(
-                        f"cannot reconstruct document {group.doc_id!r}: node {node_id!r} disagrees with an "
-                        f"overlapping node at characters {start}..{start + shared}; pass documents=[...]"
-                    )
-            parts.append(overlap_new)
-            cursor = max(cursor, end)
-        return "".join(parts)
-
-    # -- fitting and summarizing ----------------------------------------------------------------------------
-    def _fit(self, groups: list[_Group]) -> None:
-        summarizer = self.summarizer
-        if not summarizer.requires_fit or (summarizer.is_fitted and not self.refit):
-            return
-        texts = [g.text for g in groups if g.text and g.text.strip()]
-        if texts:
-            summarizer.fit(texts)
+    # -- summarizing ----------------------------------------------------------------------------------------
+    def _usable_cache(self) -> SummaryCache | None:
+        """The cache, checked once per call: ``on_error="raise"`` refuses an unusable location before any summary,
+        ``"skip"`` reads from it (hits) and reports every document whose summary could not be stored."""
+        cache = self.cache
+        if cache is None:
+            return None
+        problem = cache.check_writable()
+        if problem is not None and self.on_error == "raise":
+            raise SummaryCacheError(f"summary cache {cache.directory} cannot be used: {problem}")
+        return cache
 
     async def _summarize_all(self, groups: list[_Group], show_progress: bool) -> None:
-        cache = self.cache
+        cache = self._usable_cache()
         identity = self.summarizer.identity()
-        pending: list[tuple[_Group, str, dict[str, str]]] = []
+        pending: list[tuple[_Group, str]] = []
         for group in groups:
             text = group.text or ""
             if not text.strip():
                 group.result = SummaryResult(summary="", strategy="empty")  # no call for blank documents
                 continue
-            folded = self.summarizer.folded_metadata(group.metadata)
-            key = summary_cache_key(text, identity, folded)
-            hit = cache.get(key) if cache is not None else None
+            key = summary_cache_key(text, identity, self.summarizer.folded_metadata(group.metadata))
+            hit = cache.get(key) if cache is not None else self._memo.get(key)
             if hit is not None:
                 group.result = hit
             else:
-                pending.append((group, key, folded))
+                pending.append((group, key))
         if not pending:
             return
         limiter = asyncio.Semaphore(self.num_workers) if self.summarizer.uses_llm else None
@@ -446,6 +415,9 @@ class SummaryAugmentationTransformation(TransformComponent):
                 raise
             except Exception as exc:
                 if self.on_error == "raise":
+                    if isinstance(exc, LLMUnavailableError):  # the endpoint is down: keep the documented type
+                        exc.doc_id = group.doc_id
+                        raise
                     raise SummarizationError(
                         f"summary of document {group.doc_id!r} failed: {type(exc).__name__}: {exc}",
                         doc_id=group.doc_id, attempts=getattr(exc, "attempts", 0),
@@ -458,30 +430,61 @@ class SummaryAugmentationTransformation(TransformComponent):
                 bar.update(1)
             self._calls += 1
             group.result = result
-            if cache is not None:
-                cache.put(key, result, identity)
-
-        if limiter is None:  # CPU-bound summarizer: run in order, no concurrency to manage
+            if cache is None:
+                self._memo[key] = result
+                return
             try:
-                for group, key, _ in pending:
-                    await run(group, key)
-            finally:
-                bar.close()
-            return
-        tasks = [asyncio.ensure_future(run(group, key)) for group, key, _ in pending]
+                cache.put(key, result, identity)
+            except OSError as exc:  # the summary stands; only storing it failed
+                group.cache_error = f"{type(exc).__name__}: {exc}"
+
         try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+            if limiter is None:  # CPU-bound summarizer: run in order, no concurrency to manage
+                for group, key in pending:
+                    await run(group, key)
+            else:
+                tasks = [asyncio.ensure_future(run(group, key)) for group, key in pending]
+                try:
+                    await asyncio.gather(*tasks)
+                except BaseException:
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
         finally:
             bar.close()
+            self._warn_cache_errors(groups, cache)
+
+    @staticmethod
+    def _warn_cache_errors(groups: list[_Group], cache: SummaryCache | None) -> None:
+        failed = [g for g in groups if g.cache_error is not None]
+        if not failed:
+            return
+        names = ", ".join(repr(g.doc_id) for g in failed[:5]) + (" ..." if len(failed) > 5 else "")
+        warnings.warn(
+            f"{len(failed)} summaries could not be stored in the summary cache {cache.directory if cache else ''} "
+            f"({failed[0].cache_error}); their nodes carry summary_cache_error and the next run will summarize them "
+            f"again: {names}",
+            CacheWriteWarning, stacklevel=caller_stacklevel(),
+        )
+
+    def _record_failures(self, groups: list[_Group]) -> None:
+        """After a call with failed summaries: raise ``failure_epoch`` (this object, and ``cache_dir`` when set)."""
+        if not any(g.error is not None for g in groups):
+            return
+        epoch = self.failure_epoch + 1
+        self._epoch = epoch
+        cache = self.cache
+        if cache is not None:
+            try:
+                cache.set_failure_epoch(epoch)
+            except OSError as exc:
+                logger.warning("could not record the failure epoch in %s (%s): a re-run in another process may "
+                               "reuse LlamaIndex's cached output of this call", cache.directory, exc)
 
     # -- writing --------------------------------------------------------------------------------------------
     def _apply(self, group: _Group) -> None:
-        tables = _tables(group.text) if self.table_header_key and group.text and "|" in group.text else []
+        tables = markdown_tables(group.text) if self.table_header_key and group.text and "|" in group.text else []
         result = group.result
         for node in group.members:
             metadata = {k: v for k, v in node.metadata.items() if k not in (self.summary_key, *BOOKKEEPING_KEYS)}
@@ -504,6 +507,8 @@ class SummaryAugmentationTransformation(TransformComponent):
                 new["summary_truncated"] = result.truncated
                 new["summary_cut"] = result.cut
             new["summary_source"] = group.source
+            if group.cache_error is not None:
+                new["summary_cache_error"] = group.cache_error
             if group.error is not None:
                 new["summary_error"] = group.error
             node.metadata = new

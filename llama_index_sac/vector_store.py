@@ -72,6 +72,16 @@ class NumpyVectorStore(BasePydanticVectorStore):
         if doomed:
             self._matrix = None
 
+    def get_nodes(self, node_ids: list[str] | None = None, filters: Any = None) -> list[BaseNode]:
+        """The stored nodes (all, or those of ``node_ids``), in insertion order; ``filters`` is not supported.
+
+        Raises:
+            NotImplementedError: ``filters`` given."""
+        if filters is not None:
+            raise NotImplementedError("NumpyVectorStore.get_nodes does not take filters")
+        wanted = set(node_ids) if node_ids is not None else None
+        return [node for node_id, node in self._nodes.items() if wanted is None or node_id in wanted]
+
     def _ensure_matrix(self) -> np.ndarray:
         if self._matrix is None:
             self._ids = list(self._nodes)

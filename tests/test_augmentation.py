@@ -82,7 +82,7 @@ def test_after_parser_reconstructs_text_from_offsets() -> None:
     llm = RecordingLLM(responder=summary_by_doc)
     out = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm))(nodes)  # no documents given
     assert sorted(document_of(p) for p in llm.prompts) == sorted([NDA, LEASE])  # our chunks tile the text
-    assert {n.metadata["summary_source"] for n in out} == {"reconstructed"}
+    assert {n.metadata["summary_source"] for n in out} == {"chunks"}  # exact: every character covered
     # a gap becomes spaces (offsets stay valid); a node without offsets is refused with a clear error
     a = TextNode(text="Alpha", start_char_idx=0, end_char_idx=5)
     b = TextNode(text="Beta", start_char_idx=8, end_char_idx=12)
@@ -194,7 +194,7 @@ def test_case_08_blank_documents_get_no_call() -> None:
     assert all("document_summary" not in d.metadata for d in out)
     assert RecursiveCharacterNodeParser(chunk_size=30)(out) == []
     extractive = SummaryAugmentationTransformation()
-    assert extractive(list(blank)) and not extractive.summarizer.is_fitted  # nothing to fit on, no error
+    assert extractive(list(blank)) and extractive.summarizer.term_statistics is None  # nothing fitted, no error
 
 
 # -- case 15: markdown table header ----------------------------------------------------------------------------
@@ -357,10 +357,11 @@ def test_ingestion_pipeline_and_cache_key_include_summarizer_identity() -> None:
     assert base.to_dict()["summarizer_identity"]["llm"]["model"] == "recording-fake"
 
 
-def test_extractive_default_fits_on_the_documents_it_sees() -> None:
+def test_extractive_default_uses_the_shipped_table_and_fits_nothing() -> None:
     transform = SummaryAugmentationTransformation()
     out = transform(RecursiveCharacterNodeParser(chunk_size=200)(docs()), documents=docs())
-    assert transform.summarizer.is_fitted
+    assert transform.summarizer.term_statistics is None  # nothing fitted on the call's documents
+    assert transform.to_dict()["summarizer_identity"]["term_statistics"]["name"] == "legal-terms-v1"
     nda = {n.metadata["document_summary"] for n in out if n.source_node.node_id == "nda"}
     assert nda == {next(iter(nda))} and next(iter(nda)).startswith(
         "Mutual Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech Ltd.")

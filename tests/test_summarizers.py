@@ -22,11 +22,15 @@ from llama_index_sac.summarizers import (
     summary_cache_key,
 )
 from llama_index_sac.summarizers.base import cut_at_word_boundary, normalize_summary
-from llama_index_sac.summarizers.extractive import _is_privacy_text, find_date, find_document_type, find_parties
+from llama_index_sac.summarizers.legal_identity import find_date, find_document_type, find_parties
+from llama_index_sac.summarizers.legal_identity import is_privacy_text as _is_privacy_text
 from tests._summary_fakes import HTTPStatusError, RecordingLLM, document_of
 from tests.conftest import LEGALBENCH, load_case, requires_legalbench
 
 FAST = {"retry_initial_delay": 0.0, "retry_max_delay": 0.0}
+
+# tests fit tables on a handful of texts on purpose
+pytestmark = pytest.mark.filterwarnings("ignore:term statistics from only")
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------
@@ -137,14 +141,14 @@ def test_extractive_summary_is_contrastive_deterministic_and_bounded() -> None:
     assert again.summarize(NDA) == result  # order of the corpus does not matter
     assert again.identity() == summarizer.identity()
     other = ExtractiveSummarizer(max_chars=150).fit(corpus[:2])
-    assert other.identity()["corpus_fingerprint"] != summarizer.identity()["corpus_fingerprint"]
+    assert other.identity()["term_statistics"] != summarizer.identity()["term_statistics"]
     for limit in (20, 60, 90):
         assert len(ExtractiveSummarizer(max_chars=limit).fit(corpus).summarize(NDA).summary) <= limit
 
 
-def test_extractive_requires_fit_and_folds_metadata() -> None:
-    with pytest.raises(RuntimeError, match="not fitted"):
-        ExtractiveSummarizer().summarize(NDA)
+def test_extractive_needs_no_fit_and_folds_metadata() -> None:
+    shipped = ExtractiveSummarizer().summarize(NDA).summary  # the shipped table: no fit needed
+    assert shipped.startswith("Mutual Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech")
     with pytest.raises(ValueError):
         ExtractiveSummarizer().fit(["", "  "])
     plain = ExtractiveSummarizer().fit([NDA, LEASE])

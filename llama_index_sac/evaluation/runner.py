@@ -89,6 +89,12 @@ class RunConfig(BaseModel):
         default="generic", description="LLM summary prompt: generic, or expert (document-type specific)."
     )
     summary_chars: int = Field(default=150, gt=0, description="Target summary length in characters.")
+    summary_terms: Literal["corpus", "shipped"] = Field(
+        default="corpus",
+        description="Extractive summarizer, the document frequencies its key terms are weighted against: corpus "
+        "(a TermStatistics table built from every document of the run, before summarizing: the published runs) or "
+        "shipped (the package's legal-terms-v1 table, what ExtractiveSummarizer() uses by default).",
+    )
     long_document: Literal["map_reduce", "head_tail"] = Field(
         default="map_reduce",
         description="LLM summarizer, documents longer than its input window: map_reduce (read every window) or "
@@ -273,19 +279,26 @@ def _build_llm_summarizer(config: RunConfig, summarizers: Any, **kwargs: Any) ->
     assert config.llm is not None
     model = config.llm
     cls = summarizers.LLMSummarizer
-    if model.endswith(".gguf") or Path(model).expanduser().is_file():
+    try:  # os.path.expanduser never raises ("~nobody"); a name too long for the OS is not a local file
+        local = model.endswith(".gguf") or Path(os.path.expanduser(model)).is_file()
+    except (OSError, ValueError):
+        local = False
+    if local:
         try:
             return cls.from_gguf(model, **kwargs)
         except (FileNotFoundError, ImportError) as exc:
             raise EvaluationSetupError(str(exc)) from None
-    if config.llm_api_base:
-        return cls.from_openai_like(config.llm_api_base, model, **kwargs)
-    if not os.environ.get("OPENAI_API_KEY"):
-        raise EvaluationSetupError(
-            f"LLM {model!r} is taken as an OpenAI model name but OPENAI_API_KEY is not set; pass a local .gguf path "
-            "or --llm-api-base for an OpenAI-compatible server (e.g. llama_cpp.server on 127.0.0.1)"
-        )
-    return cls.from_openai(model, **kwargs)
+    try:
+        if config.llm_api_base:
+            return cls.from_openai_like(config.llm_api_base, model, **kwargs)
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise EvaluationSetupError(
+                f"LLM {model!r} is taken as an OpenAI model name but OPENAI_API_KEY is not set; pass a local .gguf "
+                "path or --llm-api-base for an OpenAI-compatible server (e.g. llama_cpp.server on 127.0.0.1)"
+            )
+        return cls.from_openai(model, **kwargs)
+    except ImportError as exc:
+        raise EvaluationSetupError(f"LLM {model!r} needs a client that is not installed: {exc}") from None
 
 
 #: Expert (document-type specific, 300-character) summary prompts by dataset, as ``LLMSummarizer`` constructor names
@@ -299,8 +312,12 @@ EXPERT_PROMPTS: dict[str, str] = {
 }
 
 
-def _summarizers_for(config: RunConfig, datasets: Sequence[str], say: Callable[[str], None]) -> dict[str, Any]:
-    """One summarizer per dataset (the same object for all, except expert prompts, which are per document type)."""
+def _summarizers_for(config: RunConfig, datasets: Sequence[str], say: Callable[[str], None],
+                     documents: Sequence[Any] = ()) -> dict[str, Any]:
+    """One summarizer per dataset (the same object for all, except expert prompts, which are per document type).
+
+    The extractive one weighs key terms against a table built from ``documents`` (every document of the run) when
+    ``summary_terms="corpus"``: one explicit artefact for the whole run, fixed before any summary is written."""
     try:
         summarizers = importlib.import_module("llama_index_sac.summarizers")
     except ImportError as exc:
@@ -309,6 +326,8 @@ def _summarizers_for(config: RunConfig, datasets: Sequence[str], say: Callable[[
         shared = summarizers.ExtractiveSummarizer(
             max_chars=config.summary_chars, metadata_keys=list(config.summary_metadata)
         )
+        if config.summary_terms == "corpus":
+            shared.fit(documents)
         return {dataset: shared for dataset in datasets}
     generic = _build_llm_summarizer(
         config, summarizers, max_chars=config.summary_chars, long_document=config.long_document,
@@ -344,9 +363,9 @@ def _augment(
     except ImportError as exc:
         raise EvaluationSetupError(f"summary augmentation is not available in this install: {exc}") from None
     datasets = list(dict.fromkeys(doc_datasets[doc.id_] for doc in documents))
-    by_dataset = _summarizers_for(config, datasets, say)
+    by_dataset = _summarizers_for(config, datasets, say, documents)
     groups: dict[int, list[str]] = {}
-    for dataset in datasets:  # one transformation per distinct summarizer (the extractive one is fitted once)
+    for dataset in datasets:  # one transformation per distinct summarizer
         groups.setdefault(id(by_dataset[dataset]), []).append(dataset)
     calls = 0
     for members in groups.values():

@@ -4,7 +4,7 @@ summaries with LlamaIndex prompts, and a persistent summary cache."""
 from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult
 from llama_index_sac.summarizers.cache import SummaryCache, summary_cache_key
 from llama_index_sac.summarizers.extractive import ExtractiveSummarizer
-from llama_index_sac.summarizers.llm import LLMSummarizer, is_transient_error
+from llama_index_sac.summarizers.llm import LLMSummarizer, LLMUnavailableError, is_transient_error
 from llama_index_sac.summarizers.prompts import (
     COMMERCIAL_CONTRACT_SUMMARY_PROMPT,
     GENERIC_SUMMARY_PROMPT,
@@ -15,6 +15,7 @@ from llama_index_sac.summarizers.prompts import (
     REDUCE_SUMMARY_PROMPT,
     SHORTEN_PROMPT,
 )
+from llama_index_sac.summarizers.terms import TermStatistics
 
 __all__ = [
     "COMMERCIAL_CONTRACT_SUMMARY_PROMPT",
@@ -28,9 +29,11 @@ __all__ = [
     "BaseSummarizer",
     "ExtractiveSummarizer",
     "LLMSummarizer",
+    "LLMUnavailableError",
     "SummarizationError",
     "SummaryCache",
     "SummaryResult",
+    "TermStatistics",
     "is_transient_error",
     "summary_cache_key",
 ]

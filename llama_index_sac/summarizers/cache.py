@@ -15,28 +15,44 @@ Storage: one JSON file per entry, ``<directory>/<key[:2]>/<key>.json``. A write 
 folder (``fsync``\\ed), then ``os.replace`` puts it in place atomically, so a reader in another process sees either
 no entry or a whole one, and concurrent writers of one key (which write the same content) cannot interleave. An
 entry that cannot be read (truncated by a crash of an older writer, edited, wrong key, wrong format) is logged and
-treated as a miss; the next write replaces it. Errors are never cached: a failed document is retried next run.
+treated as a miss; the next write replaces it, and so is an entry whose summary is empty (a document with text
+always has a summary). Errors are never cached: a failed document is retried next run.
+
+Faults: reads never raise (an unreadable entry, a missing or misplaced folder: a miss); writes raise ``OSError``
+(read-only or full disk, a file where a folder should be) for the caller to report per document;
+:meth:`SummaryCache.check_writable` tells up front whether the location can be written at all.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from llama_index_sac.summarizers.base import SummaryResult
 
-__all__ = ["SummaryCache", "summary_cache_key"]
+__all__ = ["CacheWriteWarning", "SummaryCache", "SummaryCacheError", "summary_cache_key"]
 
 logger = logging.getLogger(__name__)
 
 _FORMAT = 1
 _DOMAIN = "llama-index-sac/summary/v1"
+_EPOCH_FILE = "failure-epoch.json"
+
+
+class SummaryCacheError(OSError):
+    """The summary cache location cannot be used at all (not creatable, not writable, a file in the way)."""
+
+
+class CacheWriteWarning(UserWarning):
+    """Some summaries could not be stored in the summary cache (they were still used; the next run recomputes them)."""
 
 
 def summary_cache_key(
@@ -96,13 +112,16 @@ class SummaryCache:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            logger.warning("summary cache entry %s could not be read (%s): treated as a miss", path, exc)
+            level = logging.DEBUG if exc.errno == errno.ENOTDIR else logging.WARNING  # a misplaced cache: no entry
+            logger.log(level, "summary cache entry %s could not be read (%s): treated as a miss", path, exc)
             return None
         try:
             data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("key") != key:
                 raise ValueError("unexpected format or key")
             result = SummaryResult.from_json(data["result"])
+            if not result.summary.strip():
+                raise ValueError("empty summary")
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             logger.warning("summary cache entry %s is corrupt (%s): treated as a miss", path, exc)
             return None
@@ -134,6 +153,39 @@ class SummaryCache:
                 pass
             raise
         return path
+
+    def check_writable(self) -> str | None:
+        """``None`` when an entry can be written here, else what is wrong (one line). Creates the folder; writes
+        and removes one probe file."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe.", dir=self.directory)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc.strerror or exc}"
+        return None
+
+    # -- failure epoch (see SummaryAugmentationTransformation, Recovery) --------------------------------------
+    def failure_epoch(self) -> int:
+        """The failure epoch stored here (0 when none or unreadable)."""
+        try:
+            data = json.loads((self.directory / _EPOCH_FILE).read_text(encoding="utf-8"))
+            epoch = data.get("epoch", 0) if isinstance(data, dict) else 0
+        except (OSError, ValueError):
+            return 0
+        return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch > 0 else 0
+
+    def set_failure_epoch(self, epoch: int) -> None:
+        """Store ``max(epoch, stored)`` atomically. Raises ``OSError`` when it cannot be written."""
+        epoch = max(int(epoch), self.failure_epoch())
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self.directory / f".{_EPOCH_FILE}.{uuid.uuid4().hex}.tmp"
+        try:
+            tmp.write_text(json.dumps({"epoch": epoch}), encoding="utf-8")
+            os.replace(tmp, self.directory / _EPOCH_FILE)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key) is not None

@@ -16,25 +16,33 @@ Length control: the prompt asks for at most ``max_chars`` characters; an answer 
 if it is still too long it is cut at a word boundary and the result says ``cut=True``. An empty answer is retried
 once, then raises.
 
-Errors: each request is retried on transient errors (timeouts, rate limits, connection errors, HTTP 408/425/429 and
-5xx; see :func:`is_transient_error`) up to ``max_retries`` times with exponential backoff (``retry_initial_delay``
-doubled per attempt, at most ``retry_max_delay`` seconds), then :class:`SummarizationError` is raised (its
-``__cause__`` is the last error). Other errors raise at once. ``timeout`` bounds each request (``asyncio.wait_for``);
-it cannot interrupt an LLM whose async method blocks the event loop (LlamaIndex's in-process ``LlamaCPP``), and
-clients with their own retries (OpenAI's ``max_retries``) multiply the attempts: the constructors here set theirs
-to 0.
+Errors (decided by exception type and HTTP status, never by message text; the rules are in
+:mod:`llama_index_sac.summarizers.retry`): transient errors (:func:`is_transient_error`) are retried up to
+``max_retries`` times, waiting the exponential backoff (``retry_initial_delay`` doubled per retry, at most
+``retry_max_delay`` s) or, when longer, the server's ``Retry-After`` (seconds or HTTP-date) capped at
+``retry_after_max`` s; then :class:`SummarizationError` naming :attr:`LLMSummarizer.endpoint` (``__cause__``: the
+last error). Other errors raise at once. A malformed answer (invalid JSON, response-validation error) or one cut at
+the token limit (``finish_reason="length"``) is asked again once. After ``max_consecutive_failures`` connection
+failures in a row (refused, reset, connect timeout; across all requests of the instance), :class:`LLMUnavailableError`
+names the endpoint and every later request fails fast without a request until :meth:`LLMSummarizer.reset_circuit`.
+In map_reduce, when one window (or reduce group) fails, the document's other requests are cancelled: none is sent
+after the call returned.
+
+``timeout`` bounds each request (``asyncio.wait_for``); it cannot interrupt an LLM whose async method blocks the
+event loop (LlamaIndex's in-process ``LlamaCPP``), and clients with their own retries (OpenAI's ``max_retries``)
+multiply the attempts: the constructors here set theirs to 0.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, SerializeAsAny, field_serializer, model_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 
@@ -57,36 +65,20 @@ from llama_index_sac.summarizers.prompts import (
     REDUCE_SUMMARY_PROMPT,
     SHORTEN_PROMPT,
 )
+from llama_index_sac.summarizers.retry import (
+    CircuitBreaker,
+    LLMUnavailableError,
+    RequestRun,
+    gather_or_cancel,
+    is_transient_error,
+    request_with_retries,
+    send_once,
+)
 
-__all__ = ["LLMSummarizer", "chatml_completion_to_prompt", "chatml_messages_to_prompt", "is_transient_error"]
+__all__ = ["LLMSummarizer", "LLMUnavailableError", "chatml_completion_to_prompt", "chatml_messages_to_prompt",
+           "is_transient_error"]
 
-logger = logging.getLogger(__name__)
-
-_TRANSIENT_NAMES = {
-    "APITimeoutError", "APIConnectionError", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
-    "TimeoutException", "TransportError", "NetworkError", "ConnectError", "ReadError", "ReadTimeout",
-    "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ServerDisconnectedError", "ClientConnectionError",
-    "ClientOSError", "ConnectionClosedError",
-}
 _HEAD_TAIL_MARK = "\n[...]\n"
-
-
-def is_transient_error(exc: BaseException) -> bool:
-    """True for errors worth retrying: timeouts, connection errors, rate limits, HTTP 408/425/429 and 5xx.
-
-    Recognized by type (``TimeoutError``, ``ConnectionError``), by an HTTP status on the exception or its
-    ``response`` (``status_code``/``status``), and by the class names the OpenAI, httpx and aiohttp clients use
-    (``APITimeoutError``, ``APIConnectionError``, ``RateLimitError``, ``InternalServerError``, ``TransportError``...),
-    so those libraries need not be imported."""
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
-        return True
-    for holder in (exc, getattr(exc, "response", None)):
-        status = getattr(holder, "status_code", None)
-        if status is None:
-            status = getattr(holder, "status", None)
-        if isinstance(status, int) and not isinstance(status, bool):
-            return status in (408, 425, 429) or 500 <= status <= 599
-    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
 def chatml_messages_to_prompt(messages: Any) -> str:
@@ -125,6 +117,8 @@ class LLMSummarizer(BaseSummarizer):
 
     Raises (construction): ``ValueError`` when a prompt lacks ``{document}``/``{max_chars}`` (``{summary}`` and
     ``{max_chars}`` for ``shorten_prompt``), or when ``metadata_keys`` is set and ``prompt`` lacks ``{metadata}``.
+    Raises (``summarize``/``asummarize``): :class:`SummarizationError` naming :attr:`endpoint`;
+    :class:`LLMUnavailableError` (a ``SummarizationError``) once the circuit breaker is open.
     """
 
     uses_llm = True
@@ -174,6 +168,18 @@ class LLMSummarizer(BaseSummarizer):
     timeout: float | None = Field(
         default=120.0, gt=0, description="Seconds allowed per request (None: no limit); a timeout is transient."
     )
+    retry_after_max: float = Field(
+        default=60.0, ge=0.0,
+        description="Largest wait in seconds taken from a server's Retry-After header (429/503); the wait before a "
+        "retry is max(backoff, min(Retry-After, retry_after_max)).",
+    )
+    max_consecutive_failures: int = Field(
+        default=5, ge=1,
+        description="Consecutive connection failures (refused, reset, connect timeout; across all requests of this "
+        "summarizer) after which it raises LLMUnavailableError and sends nothing more until reset_circuit().",
+    )
+
+    _circuit: CircuitBreaker = PrivateAttr(default_factory=CircuitBreaker)
 
     @field_serializer("prompt", "map_prompt", "reduce_prompt", "shorten_prompt")
     def _serialize_prompt(self, prompt: BasePromptTemplate) -> str:
@@ -331,58 +337,61 @@ class LLMSummarizer(BaseSummarizer):
     def _map_chars(self) -> int:
         return self.map_max_chars if self.map_max_chars is not None else 2 * self.max_chars
 
+    # -- the endpoint and its circuit -------------------------------------------------------------------------
+    @property
+    def endpoint(self) -> str:
+        """Where requests go, for error messages: the LLM's ``api_base``/``base_url``/``azure_endpoint`` (user
+        info and query string removed), else its class and model (``"LlamaCPP (model qwen.gguf)"``)."""
+        for attr in ("api_base", "base_url", "azure_endpoint"):
+            url = getattr(self.llm, attr, None)
+            if isinstance(url, str) and url.strip():
+                parts = urllib.parse.urlsplit(url.strip())
+                host = parts.hostname or ""
+                host = f"[{host}]" if ":" in host else host  # IPv6
+                with contextlib.suppress(ValueError):  # an invalid port is left out
+                    host = f"{host}:{parts.port}" if parts.port else host
+                return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+        ident = self._llm_identity()
+        return f"{ident['class']} (model {ident['model']})"
+
+    @property
+    def circuit_open(self) -> bool:
+        """True after ``max_consecutive_failures`` connection failures: requests fail fast until
+        :meth:`reset_circuit`."""
+        return self._circuit.is_open
+
+    def reset_circuit(self) -> None:
+        """Close the circuit breaker (and forget the count of connection failures): requests go out again."""
+        self._circuit.reset()
+
     # -- one request ----------------------------------------------------------------------------------------
-    async def _request(self, prompt: BasePromptTemplate, limiter: asyncio.Semaphore | None, calls: list[int],
+    async def _request(self, prompt: BasePromptTemplate, limiter: asyncio.Semaphore | None, run: RequestRun,
                        **variables: Any) -> str:
-        """One LLM request with retries on transient errors (see the module docstring)."""
-        attempts = 0
-        while True:
-            attempts += 1
-            calls[0] += 1
-            try:
-                async with limiter if limiter is not None else contextlib.nullcontext():
-                    coro = self.llm.apredict(prompt, **variables)
-                    if self.timeout is not None:
-                        answer = await asyncio.wait_for(coro, timeout=self.timeout)
-                    else:
-                        answer = await coro
-                return str(answer)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                transient = is_transient_error(exc)
-                if not transient or attempts > self.max_retries:
-                    what = "transient error, retries exhausted" if transient else "non-transient error"
-                    raise SummarizationError(
-                        f"LLM request failed after {attempts} attempt(s) ({what}): {type(exc).__name__}: {exc}",
-                        attempts=attempts,
-                    ) from exc
-                delay = min(self.retry_max_delay, self.retry_initial_delay * 2 ** (attempts - 1))
-                logger.warning("LLM request failed (%s: %s); retry %d/%d in %.2fs", type(exc).__name__, exc,
-                               attempts, self.max_retries, delay)
-                await asyncio.sleep(delay)
+        """One LLM request with retries, ``Retry-After``, the circuit breaker (see the module docstring)."""
+        return await request_with_retries(lambda: send_once(self.llm, prompt, variables), settings=self,
+                                          circuit=self._circuit, endpoint=self.endpoint, run=run, limiter=limiter)
 
     async def _generate(self, prompt: BasePromptTemplate, document: str, max_chars: int, metadata: str,
-                        limiter: asyncio.Semaphore | None, calls: list[int]) -> str:
+                        limiter: asyncio.Semaphore | None, run: RequestRun) -> str:
         """A non-empty, normalized answer to ``prompt`` (an empty answer is asked again once, then raises)."""
         for _ in range(2):
             answer = normalize_summary(
-                await self._request(prompt, limiter, calls, document=document, max_chars=max_chars, metadata=metadata)
+                await self._request(prompt, limiter, run, document=document, max_chars=max_chars, metadata=metadata)
             )
             if answer:
                 return answer
-        raise SummarizationError("the LLM returned an empty summary twice", attempts=2)
+        raise SummarizationError(f"the LLM at {self.endpoint} returned an empty summary twice", attempts=2)
 
     async def _final(self, prompt: BasePromptTemplate, document: str, metadata: str,
-                     limiter: asyncio.Semaphore | None, calls: list[int]) -> tuple[str, bool]:
+                     limiter: asyncio.Semaphore | None, run: RequestRun) -> tuple[str, bool]:
         """The final summary with length control; returns ``(summary, cut)``."""
-        summary = await self._generate(prompt, document, self.max_chars, metadata, limiter, calls)
+        summary = await self._generate(prompt, document, self.max_chars, metadata, limiter, run)
         limit = self.max_output_chars()
         for _ in range(self.length_retries):
             if len(summary) <= limit:
                 break
             shorter = normalize_summary(
-                await self._request(self.shorten_prompt, limiter, calls, summary=summary, max_chars=self.max_chars)
+                await self._request(self.shorten_prompt, limiter, run, summary=summary, max_chars=self.max_chars)
             )
             if shorter:
                 summary = shorter
@@ -398,12 +407,12 @@ class LLMSummarizer(BaseSummarizer):
 
     async def _asummarize(self, text: str, metadata: dict[str, str],
                           limiter: asyncio.Semaphore | None) -> SummaryResult:
-        calls = [0]
+        run = RequestRun()
         meta = self._metadata_section(metadata)
         window = self.input_window()
         if len(text) <= window:
-            summary, cut = await self._final(self.prompt, text, meta, limiter, calls)
-            return SummaryResult(summary=summary, strategy="single", cut=cut, llm_calls=calls[0])
+            summary, cut = await self._final(self.prompt, text, meta, limiter, run)
+            return SummaryResult(summary=summary, strategy="single", cut=cut, llm_calls=run.calls)
         if self.long_document == "head_tail":
             body = window - len(_HEAD_TAIL_MARK)
             head = cut_at_word_boundary(text, max(1, (2 * body) // 3))
@@ -412,28 +421,28 @@ class LLMSummarizer(BaseSummarizer):
             space = tail.find(" ")
             if 0 <= space < len(tail) // 4:  # start the tail at a word
                 tail = tail[space + 1:]
-            summary, cut = await self._final(self.prompt, head + _HEAD_TAIL_MARK + tail, meta, limiter, calls)
-            return SummaryResult(summary=summary, strategy="head_tail", truncated=True, cut=cut, llm_calls=calls[0])
+            summary, cut = await self._final(self.prompt, head + _HEAD_TAIL_MARK + tail, meta, limiter, run)
+            return SummaryResult(summary=summary, strategy="head_tail", truncated=True, cut=cut, llm_calls=run.calls)
         spans = recursive_chunk_spans(text, chunk_size=window)
         # partial summaries are intermediate: bounded so that any two of them fit one reduce window
         partial_limit = max(20, min(2 * self._map_chars(), window // 2 - 16))
-        partials = await asyncio.gather(*(
-            self._generate(self.map_prompt, text[s:e], self._map_chars(), meta, limiter, calls) for s, e in spans
-        ))
+        partials = await gather_or_cancel((
+            self._generate(self.map_prompt, text[s:e], self._map_chars(), meta, limiter, run) for s, e in spans
+        ), run)
         partials = [cut_at_word_boundary(p, partial_limit) for p in partials]
         while True:
             joined = "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(partials))
             if len(joined) <= window or len(partials) == 1:
                 break
             groups = _group_by_length(partials, window)
-            partials = list(await asyncio.gather(*(
+            partials = await gather_or_cancel((
                 self._generate(self.reduce_prompt, "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(group)),
-                               self._map_chars(), meta, limiter, calls)
+                               self._map_chars(), meta, limiter, run)
                 for group in groups
-            )))
+            ), run)
             partials = [cut_at_word_boundary(p, partial_limit) for p in partials]
-        summary, cut = await self._final(self.reduce_prompt, joined, meta, limiter, calls)
-        return SummaryResult(summary=summary, strategy="map_reduce", cut=cut, llm_calls=calls[0])
+        summary, cut = await self._final(self.reduce_prompt, joined, meta, limiter, run)
+        return SummaryResult(summary=summary, strategy="map_reduce", cut=cut, llm_calls=run.calls)
 
 
 def _group_by_length(items: list[str], limit: int, overhead: Callable[[int], int] = lambda i: 10) -> list[list[str]]:
