@@ -9,29 +9,103 @@ summary), retrieves for every benchmark query and reports DRM@k, precision@k and
 
 Outputs (in ``--output-dir``): ``results.json`` (configuration, per-query records, aggregates, timings, versions,
 peak memory), ``results.csv`` (aggregates, long format), ``queries.csv`` (per query and k), ``confusions.csv``,
-``drm_at_k.png``, ``precision_at_k.png``, ``recall_at_k.png``; the tables are printed too. Bad input (missing data
-directory, unknown dataset, a model that cannot load offline, an invalid configuration) prints one ``error:`` line
-and exits with status 2.
+``drm_at_k.png``, ``precision_at_k.png``, ``recall_at_k.png``; the tables are printed too.
+
+Output folder: the run writes into a hidden staging folder beside ``--output-dir`` and moves its files into place
+only when everything succeeded. A new output folder therefore appears complete or not at all; an existing one is
+left unchanged by a failed run, and a successful run replaces its files of the same names (other files stay). Parent
+folders the run had to create are removed again on failure.
+
+Errors: every bad input (an option value typer/click rejects, an unknown option, a malformed ``--k`` such as
+``0`` or ``1,,4``, a missing or unsafe data directory, a corrupt corpus archive, an unknown dataset, an invalid
+configuration, an embedding model that cannot load offline, an LLM server that fails or is down, an unwritable
+output or cache folder, Ctrl-C) prints one ``error: ...`` line on stderr (continuation lines indented) and exits with
+status 2, without a traceback and without output. ``llama-sac`` alone prints the help and exits with status 0.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
+import os
+import re
 import shlex
+import sqlite3
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment,no-redef]
+try:
+    from typer._click.exceptions import NoArgsIsHelpError
+except ImportError:  # pragma: no cover - older click: no_args_is_help prints the help and exits 0 by itself
+    NoArgsIsHelpError = type("NoArgsIsHelpError", (UsageError,), {})  # type: ignore[assignment,misc]
+
+if TYPE_CHECKING:
+    from llama_index_sac.evaluation.runner import RunConfig
 
 __all__ = ["app", "main"]
 
+
+def _echo_error(message: str) -> None:
+    """One ``error:`` line on stderr; further lines of ``message`` are indented so that no other line starts with
+    ``error:``."""
+    first, *rest = message.splitlines() or [""]
+    lines = [f"error: {first}"] + [line if line[:1].isspace() else "  " + line for line in rest]
+    typer.echo("\n".join(lines), err=True)
+
+
+def _click_message(exc: ClickException) -> str:
+    text = exc.format_message()
+    if text[:1].isupper() and text[1:2].islower():
+        text = text[0].lower() + text[1:]
+    if isinstance(exc, UsageError) and exc.ctx is not None:
+        text = text.rstrip(".") + f" (see '{exc.ctx.command_path} --help')"
+    return text
+
+
+class _OneLineErrorGroup(TyperGroup):
+    """The command group: click/typer usage errors (bad option values, unknown options) become one ``error:`` line
+    and exit status 2 instead of typer's boxed format (see the module docstring)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        run = super().main
+        if not standalone_mode:
+            return run(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = run(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except NoArgsIsHelpError as exc:
+            typer.echo(exc.format_message())
+            code = 0
+        except ClickException as exc:
+            _echo_error(_click_message(exc))
+            code = 2
+        except typer.Abort:
+            _echo_error("aborted")
+            code = 2
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
     name="llama-sac",
+    cls=_OneLineErrorGroup,
     help="Summary-Augmented Chunking (SAC) for LlamaIndex: measure retrieval over similar legal documents.",
     add_completion=False,
     no_args_is_help=True,
@@ -44,25 +118,40 @@ def _root() -> None:
     """llama-index-sac command line."""
 
 
-def _split_list(values: list[str] | None) -> list[str]:
+def _split_list(values: list[str] | None, option: str, sep: str = ",") -> list[str]:
+    """The items of a repeatable ``sep``-separated option; an empty item (``a,,b``, ``""``) is an error."""
+    from llama_index_sac.evaluation.runner import EvaluationSetupError
+
     out: list[str] = []
     for value in values or []:
-        out.extend(v.strip() for v in value.split(",") if v.strip())
+        items = [v.strip() for v in value.split(sep)]
+        if not all(items):
+            raise EvaluationSetupError(f"{option}: empty item in {value!r} (expected names separated by {sep!r})")
+        out.extend(items)
     return out
 
 
+_K_ITEM = re.compile(r"\s*[0-9]{1,7}\s*")
+
+
 def _parse_ks(value: str) -> list[int]:
-    try:
-        ks = sorted({int(v) for v in value.split(",") if v.strip()})
-    except ValueError:
-        raise typer.BadParameter(f"expected comma-separated positive integers, got {value!r}") from None
-    if not ks or ks[0] < 1:
-        raise typer.BadParameter(f"expected comma-separated positive integers, got {value!r}")
-    return ks
+    """``--k``: comma-separated positive integers (at most 7 digits each), e.g. ``"1,4,16"``; sorted, deduplicated.
+
+    Raises:
+        EvaluationSetupError: an empty item (``"1,,4"``), a non-integer, 0, or more than 7 digits.
+    """
+    from llama_index_sac.evaluation.runner import EvaluationSetupError
+
+    items = value.split(",")
+    if not all(_K_ITEM.fullmatch(item) for item in items) or min(int(item) for item in items) < 1:
+        raise EvaluationSetupError(
+            f"--k: expected comma-separated positive integers (at most 7 digits) such as 1,4,16, got {value!r}"
+        )
+    return sorted({int(item) for item in items})
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
+    _echo_error(message)
     return typer.Exit(code=2)
 
 
@@ -89,7 +178,7 @@ def eval_command(
     benchmarks_dir: Annotated[
         Path | None, typer.Option(help="Explicit benchmark folder (absolute or relative to --data-dir).")
     ] = None,
-    n_documents: Annotated[int, typer.Option(help="Built-in dataset: number of contracts.", min=2, max=300)] = 24,
+    n_documents: Annotated[int, typer.Option(help="Built-in dataset: number of contracts.", min=2, max=150)] = 24,
     config: Annotated[
         list[str] | None,
         typer.Option("--config", "-c", help="Configuration, repeatable: PRESET or PRESET:key=value,... with "
@@ -120,7 +209,8 @@ def eval_command(
         Path | None, typer.Option(help="Embedding/summary cache (default ~/.cache/llama-index-sac).")
     ] = None,
     output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", "-o", help="Where results go (default runs/eval-<time>).")
+        Path | None, typer.Option("--output-dir", "-o", help="Where results go (default runs/eval-<name>-<time>); "
+                                  "written only if the run succeeds (an existing folder is unchanged by a failure).")
     ] = None,
     progress: Annotated[bool, typer.Option(help="Progress bars.")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the tables.")] = False,
@@ -129,25 +219,34 @@ def eval_command(
     from llama_index_sac.datasets.legalbenchrag import LegalBenchRAGError
     from llama_index_sac.evaluation.evaluator import NodeLocationError
     from llama_index_sac.evaluation.runner import EvaluationSetupError
+    from llama_index_sac.summarizers.base import SummarizationError
 
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
+    configs: list[RunConfig] = []
     try:
-        results, out = _run(
-            data_dir=data_dir, datasets=_split_list(datasets), mini=mini, sample=sample, seed=seed, scope=scope,
-            benchmarks_dir=benchmarks_dir, n_documents=n_documents, configs=_split_configs(config), parser=parser,
+        ks = _parse_ks(k)
+        configs = _parse_configs(
+            _split_list(config, "--config", ";") or ["baseline", "sac"], scope=scope, parser=parser,
             chunk_size=chunk_size, chunk_overlap=chunk_overlap, retrieval=retrieval, summarizer=summarizer, llm=llm,
-            llm_api_base=llm_api_base, prompt=prompt, summary_chars=summary_chars, embed_model=embed_model,
-            ks=_parse_ks(k), confusion_k=confusion_k, cache_dir=cache_dir, output_dir=output_dir,
+            llm_api_base=llm_api_base, prompt=prompt, summary_chars=summary_chars,
+        )
+        out = _run(
+            data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini, sample=sample, seed=seed,
+            scope=scope, benchmarks_dir=benchmarks_dir, n_documents=n_documents, configs=configs,
+            embed_model=embed_model, ks=ks, confusion_k=confusion_k, cache_dir=cache_dir, output_dir=output_dir,
             progress=progress and not quiet, quiet=quiet,
         )
     except (LegalBenchRAGError, EvaluationSetupError, NodeLocationError) as exc:
         raise _fail(str(exc)) from None
+    except SummarizationError as exc:
+        raise _fail(_summary_failure(exc, configs)) from None
+    except (OSError, sqlite3.Error) as exc:  # an unwritable output or cache folder, a full disk
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
     except KeyboardInterrupt:
         raise _fail("interrupted") from None
     if not quiet:
         typer.echo(f"\nresults in {out} ({time.perf_counter() - started:.0f} s)")
-    del results
 
 
 @app.command("report")
@@ -162,38 +261,61 @@ def report_command(
         results = json.loads(results_json.read_text(encoding="utf-8"))
         if markdown:
             scopes = ["overall", *results["benchmark"]["datasets"]]
-            for scope in scopes:
-                typer.echo(f"\n{scope}:\n\n" + report.format_markdown(results, scope))
+            text = "".join(f"\n{scope}:\n\n" + report.format_markdown(results, scope) + "\n" for scope in scopes)
         else:
-            typer.echo(report.format_tables(results))
-            typer.echo("")
-            typer.echo(report.format_confusions(results))
+            text = report.format_tables(results) + "\n\n" + report.format_confusions(results) + "\n"
         timings = results["timings"]
-        typer.echo(f"\ncommand: {results.get('command', '?')}\nwall: {timings['wall_s']:.0f} s; "
-                   f"peak memory {results['peak_memory_mb']:.0f} MiB")
-    except (OSError, ValueError, KeyError) as exc:
+        text += (f"\ncommand: {results.get('command', '?')}\nwall: {timings['wall_s']:.0f} s; "
+                 f"peak memory {results['peak_memory_mb']:.0f} MiB")
+    except OSError as exc:
         raise _fail(f"cannot read results from {results_json}: {type(exc).__name__}: {exc}") from None
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+        # not JSON, or JSON of another shape than the results.json `llama-sac eval` writes
+        raise _fail(f"cannot read results from {results_json}: not a results.json of llama-sac eval "
+                    f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    typer.echo(text)
 
 
-def _split_configs(values: list[str] | None) -> list[str]:
-    """``--config`` values; a value may hold several specs separated by ``;``."""
-    out: list[str] = []
-    for value in values or []:
-        out.extend(v.strip() for v in value.split(";") if v.strip())
-    return out or ["baseline", "sac"]
+def _is_file(name: str) -> bool:
+    try:
+        return Path(os.path.expanduser(name)).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
-def _run(**opts: Any) -> tuple[dict[str, Any], Path]:
-    from llama_index_sac.evaluation import report
-    from llama_index_sac.evaluation.cache import default_cache_dir
-    from llama_index_sac.evaluation.runner import (
-        EvaluationSetupError,
-        RunSettings,
-        parse_config,
-        run_evaluation,
-    )
+def _llm_endpoint(config: RunConfig) -> str:
+    """Where an LLM configuration's summaries come from (the order of ``runner._build_llm_summarizer``)."""
+    model = config.llm or "?"
+    if model.endswith(".gguf") or _is_file(model):
+        return f"local model {model}"
+    if config.llm_api_base:
+        return config.llm_api_base
+    return f"OpenAI API (model {model})"
 
-    echo = (lambda _msg: None) if opts["quiet"] else (lambda msg: typer.echo(msg, err=True))
+
+def _summary_failure(exc: Exception, configs: Sequence[RunConfig]) -> str:
+    """The ``error:`` text of a failed summary: the configuration(s), the endpoint and the document."""
+    message = str(exc)
+    llm = [c for c in configs if c.summarizer == "llm"]
+    names = ", ".join(repr(c.name) for c in llm) or "?"
+    endpoints = [e for e in dict.fromkeys(_llm_endpoint(c) for c in llm) if e not in message]
+    doc_id = getattr(exc, "doc_id", None)
+    head = f"LLM summarizer of configuration {names} failed"
+    if endpoints:
+        head += f" (endpoint {', '.join(endpoints)})"
+    if doc_id is not None and str(doc_id) not in message:
+        head += f" on document {doc_id!r}"
+    return f"{head}: {message}"
+
+
+def _parse_configs(specs: list[str], **opts: Any) -> list[RunConfig]:
+    """The configurations of ``--config`` with the options for every configuration; checks option choices.
+
+    Raises:
+        EvaluationSetupError: an option value out of its choices or an invalid configuration.
+    """
+    from llama_index_sac.evaluation.runner import EvaluationSetupError, parse_config
+
     if opts["scope"] not in ("referenced", "all"):
         raise EvaluationSetupError(f"--scope must be referenced or all, got {opts['scope']!r}")
     for name, allowed in (("parser", ("recursive", "semantic", "hybrid")), ("retrieval", ("dense", "hybrid")),
@@ -205,56 +327,53 @@ def _run(**opts: Any) -> tuple[dict[str, Any], Path]:
         key: opts[key] for key in ("summarizer", "llm", "llm_api_base", "prompt", "summary_chars")
         if opts[key] is not None
     }
-    configs = [parse_config(spec, common, summary_options) for spec in opts["configs"]]
+    return [parse_config(spec, common, summary_options) for spec in specs]
 
-    # data
-    if opts["data_dir"] is not None:
-        from llama_index_sac.datasets.legalbenchrag import load_legalbenchrag
 
-        if opts["mini"] and opts["sample"]:
-            raise EvaluationSetupError("--mini and --sample are two sampling protocols: choose one")
-        sampling: Literal["all", "mini", "random"] = "mini" if opts["mini"] else "random" if opts["sample"] else "all"
-        echo(f"loading LegalBench-RAG from {opts['data_dir']} (sampling={sampling}, scope={opts['scope']})")
-        benchmark = load_legalbenchrag(
-            opts["data_dir"], opts["datasets"] or None, sampling=sampling, sample_size=opts["sample"],
-            seed=opts["seed"], scope=opts["scope"], benchmarks_dir=opts["benchmarks_dir"],
-        )
-    else:
+def _load_benchmark(opts: dict[str, Any], echo: Any) -> Any:
+    from llama_index_sac.evaluation.runner import EvaluationSetupError
+
+    if opts["data_dir"] is None:
         from llama_index_sac.datasets.synthetic import synthetic_contracts
 
         if opts["datasets"] or opts["mini"] or opts["sample"] or opts["benchmarks_dir"]:
             raise EvaluationSetupError("--datasets, --mini, --sample and --benchmarks-dir need --data-dir")
-        benchmark = synthetic_contracts(n_documents=opts["n_documents"], seed=opts["seed"])
+        return synthetic_contracts(n_documents=opts["n_documents"], seed=opts["seed"])
+    from llama_index_sac.datasets.legalbenchrag import load_legalbenchrag
+
+    if opts["mini"] and opts["sample"]:
+        raise EvaluationSetupError("--mini and --sample are two sampling protocols: choose one")
+    sampling: Literal["all", "mini", "random"] = "mini" if opts["mini"] else "random" if opts["sample"] else "all"
+    echo(f"loading LegalBench-RAG from {opts['data_dir']} (sampling={sampling}, scope={opts['scope']})")
+    return load_legalbenchrag(
+        opts["data_dir"], opts["datasets"] or None, sampling=sampling, sample_size=opts["sample"],
+        seed=opts["seed"], scope=opts["scope"], benchmarks_dir=opts["benchmarks_dir"],
+    )
+
+
+def _run(**opts: Any) -> Path:
+    """Load the data, run every configuration into a staging folder, move it into place; returns the folder."""
+    from llama_index_sac.evaluation import report
+    from llama_index_sac.evaluation.cache import default_cache_dir
+    from llama_index_sac.evaluation.output import staged_output_dir, write_run_outputs
+    from llama_index_sac.evaluation.runner import RunSettings, run_evaluation
+
+    echo = (lambda _msg: None) if opts["quiet"] else (lambda msg: typer.echo(msg, err=True))
+    benchmark = _load_benchmark(opts, echo)
     echo(
         f"{benchmark.description}: {len(benchmark.documents)} documents, {benchmark.n_characters:,} characters, "
         f"{len(benchmark.queries)} queries in {', '.join(benchmark.datasets)}"
     )
-
-    out = opts["output_dir"] or Path("runs") / f"eval-{benchmark.name}-{datetime.now():%Y%m%d-%H%M%S}"
-    out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EvaluationSetupError(f"cannot create output folder {out}: {exc}") from None
+    out = Path(opts["output_dir"] or Path("runs") / f"eval-{benchmark.name}-{datetime.now():%Y%m%d-%H%M%S}")
     settings = RunSettings(
         ks=opts["ks"], embed_model=opts["embed_model"], cache_dir=opts["cache_dir"] or default_cache_dir(),
         confusion_k=opts["confusion_k"], show_progress=opts["progress"],
     )
-    results = run_evaluation(benchmark, configs, settings, log=echo)
-    results["command"] = "llama-sac " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    results["created"] = datetime.now().isoformat(timespec="seconds")
-
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
-    report.write_csv(results, out / "results.csv")
-    report.write_query_csv(results, out / "queries.csv")
-    with (out / "confusions.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["config", "k", "gold_document", "stolen_by", "chunks", "queries"])
-        for outcome in results["configs"]:
-            for pair in outcome["confusions"]:
-                writer.writerow([outcome["config"]["name"], results["settings"]["confusion_k"], pair["gold"],
-                                 pair["retrieved"], pair["chunks"], pair["queries"]])
-    report.write_plots(results, out)
+    with staged_output_dir(out) as staging:
+        results = run_evaluation(benchmark, opts["configs"], settings, log=echo)
+        results["command"] = "llama-sac " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        results["created"] = datetime.now().isoformat(timespec="seconds")
+        write_run_outputs(results, staging)
 
     typer.echo("")
     typer.echo(report.format_tables(results))
@@ -266,7 +385,7 @@ def _run(**opts: Any) -> tuple[dict[str, Any], Path]:
     )
     typer.echo(f"\ntimings: {timings}; wall {results['timings']['wall_s']:.1f} s; "
                f"peak memory {results['peak_memory_mb']:.0f} MiB")
-    return results, out
+    return out
 
 
 def main() -> None:

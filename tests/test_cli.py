@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -133,22 +134,135 @@ def test_confused_pairs_counts_wrong_document_chunks():
 # -- bad input: one clear message, exit code 2, no traceback -----------------------------------------------------------
 
 
+def one_error(result) -> str:
+    """The single ``error:`` line of a failed invocation (exit 2, nothing else starts with ``error:``, no traceback,
+    no typer box)."""
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.output and "\u256d" not in result.output  # no box drawing
+    return errors[0]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--data-dir", "/nonexistent/lbr"], "data directory not found"),
+        (["--data-dir", "x" * 5000], "data directory not found"),  # a name too long for the OS
         (["-c", "nope"], "unknown configuration"),
         (["--scope", "everything"], "--scope must be referenced or all"),
         (["--datasets", "cuad"], "need --data-dir"),
         (["--parser", "fancy"], "--parser must be one of"),
-        (["--k", "0,2"], "positive integers"),
+        (["--k", "0,2"], "error: --k: expected comma-separated positive integers"),
+        (["--k", "0"], "positive integers (at most 7 digits) such as 1,4,16, got '0'"),
+        (["--k", "1,,4"], "got '1,,4'"),
+        (["--k", ""], "got ''"),
+        (["--k", "1,x"], "got '1,x'"),
+        (["--k", "\u0663"], "positive integers"),  # an Arabic-Indic digit: int() would take it
+        (["--k", "1" * 5000], "at most 7 digits"),
+        (["--nope"], "error: no such option: --nope"),
+        (["--sample", "0"], "error: invalid value for '--sample'"),
+        (["--seed", "x"], "error: invalid value for '--seed'"),
+        (["--n-documents", "1"], "error: invalid value for '--n-documents'"),
+        (["-c", "baseline;"], "error: --config: empty item in 'baseline;'"),
+        (["-d", "cuad,,maud"], "error: --datasets: empty item"),
     ],
 )
 def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     result = runner.invoke(app, ["eval", *args, "-o", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c")])
-    assert result.exit_code == 2, result.output
-    assert message in result.output
-    assert "Traceback" not in result.output
+    assert message in one_error(result)
+    assert not (tmp_path / "out").exists()
+
+
+def test_usage_errors_of_the_group_and_of_report():
+    assert one_error(runner.invoke(app, ["nosuch"])).startswith("error: no such command 'nosuch'")
+    assert "missing argument" in one_error(runner.invoke(app, ["report"]))
+    assert one_error(runner.invoke(app, ["eval", "--k"])).startswith("error: option '--k' requires an argument")
+    assert "(see '" in one_error(runner.invoke(app, ["eval", "--nope"]))  # where to look, on the same line
+    bare = runner.invoke(app, [])  # no arguments: the help, not an error
+    assert bare.exit_code == 0 and "Usage:" in bare.stdout and "eval" in bare.stdout
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["[1, 2]", '{"benchmark": 3}', '{"configs": [], "benchmark": {"datasets": 5}}', "not json", "[" * 50_000],
+)
+def test_report_of_a_malformed_results_file_is_one_error(tmp_path, content):
+    path = tmp_path / "results.json"
+    path.write_text(content)
+    for args in (["report", str(path)], ["report", str(path), "--markdown"]):
+        line = one_error(runner.invoke(app, args))
+        assert line.startswith(f"error: cannot read results from {path}: not a results.json of llama-sac eval (")
+
+
+def _legalbench_dir(root, tests=None, archive=False):
+    from tests.test_legalbenchrag import make_data
+
+    return make_data(root, archive=archive, tests=tests)
+
+
+def test_empty_tests_list_leaves_no_output(tmp_path):
+    root = _legalbench_dir(tmp_path / "d", tests={"cuad": []})
+    out = tmp_path / "runs" / "new" / "out"
+    result = runner.invoke(app, ["eval", "--data-dir", str(root), "-o", str(out), "-q"])
+    assert one_error(result) == f'error: {root / "benchmarks" / "cuad.json"}: field "tests": empty list (a benchmark ' \
+        "file needs at least one test)"
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda data: data[: len(data) // 2], "corpus archive truncated"),
+        (lambda data: bytes(range(256)) * 8, "corpus archive not a readable tar archive"),
+    ],
+)
+def test_damaged_corpus_archive_from_the_entry_point(tmp_path, damage, why):
+    root = _legalbench_dir(tmp_path / "d", archive=True)
+    archive = root / "corpus.tar.xz"
+    archive.write_bytes(damage(archive.read_bytes()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "llama_index_sac.cli", "eval", "--data-dir", str(root), "-o", str(tmp_path / "o")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {archive}: {why}")
+    assert "Traceback" not in proc.stderr + proc.stdout and "Aborted" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_output_dir_is_staged_then_moved(tmp_path):
+    from llama_index_sac.evaluation.output import staged_output_dir
+
+    out = tmp_path / "a" / "b" / "out"
+    with staged_output_dir(out) as staging:
+        assert staging.parent == out.parent and not out.exists()
+        (staging / "results.json").write_text("{}")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+    assert (out / "results.json").read_text() == "{}"
+    # an existing folder: unchanged by a failure (KeyboardInterrupt included), same-named files replaced on success
+    (out / "notes.txt").write_text("mine")
+    for error in (RuntimeError("boom"), KeyboardInterrupt()):
+        with pytest.raises(type(error)), staged_output_dir(out) as staging:
+            (staging / "results.json").write_text("half")
+            raise error
+        assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+        assert (out / "results.json").read_text() == "{}"
+    with staged_output_dir(out) as staging:
+        (staging / "results.json").write_text('{"new": 1}')
+    assert (out / "results.json").read_text() == '{"new": 1}' and (out / "notes.txt").read_text() == "mine"
+    # a failure with a new folder: neither it nor the parents created for it remain
+    with pytest.raises(KeyboardInterrupt), staged_output_dir(tmp_path / "x" / "y" / "out") as staging:
+        (staging / "partial.csv").write_text("1")
+        raise KeyboardInterrupt
+    assert not (tmp_path / "x").exists()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(EvaluationSetupError, match="exists and is not a folder"), staged_output_dir(tmp_path / "file"):
+        pass
+    with pytest.raises(EvaluationSetupError, match="cannot create output folder"), \
+            staged_output_dir(tmp_path / "file" / "sub"):
+        pass
 
 
 @requires_legalbench
@@ -165,9 +279,42 @@ def test_embedding_model_that_cannot_load_offline_is_a_clean_error(tmp_path):
         ["eval", "--embed-model", "no-such-org/no-such-model", "--n-documents", "2", "-c", "baseline",
          "-o", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"), "--quiet"],
     )
-    assert result.exit_code == 2, result.output
-    assert "error: embedding model 'no-such-org/no-such-model' cannot be loaded" in result.output
-    assert "Traceback" not in result.output
+    assert one_error(result).startswith("error: embedding model 'no-such-org/no-such-model' cannot be loaded")
+    assert not (tmp_path / "o").exists()
+    # an existing output folder is left as it was
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "results.json").write_text("earlier run")
+    again = runner.invoke(app, ["eval", "--embed-model", "no-such-org/no-such-model", "--n-documents", "2", "-c",
+                                "baseline", "-o", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"), "-q"])
+    assert "cannot be loaded" in one_error(again)
+    assert [p.name for p in (tmp_path / "o").iterdir()] == ["results.json"]
+    assert (tmp_path / "o" / "results.json").read_text() == "earlier run"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left beside it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["failing", "down"])
+def test_llm_server_failing_or_down_is_one_error_naming_endpoint_and_document(tmp_path, server):
+    from tests._openai_standin import OpenAIStandIn, status
+
+    standin = OpenAIStandIn(default=status(400))  # a non-transient HTTP error: no retries
+    if server == "down":
+        standin.close()  # the port now refuses connections (transient: retried, then given up)
+    try:
+        result = runner.invoke(
+            app,
+            ["eval", "--n-documents", "2", "-c", "sac-llm", "--llm", "served-model", "--llm-api-base", standin.base,
+             "-o", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"), "-q", "--no-progress"],
+        )
+    finally:
+        standin.close()
+    line = one_error(result)
+    assert line.startswith("error: LLM summarizer of configuration 'sac-llm' failed")
+    assert standin.base in line
+    assert re.search(r"document '(nda|services)/[^']+\.txt'", line), line
+    assert not (tmp_path / "o").exists()
+    if server == "failing":
+        assert len(standin.received) >= 1
 
 
 def test_entry_point_exits_cleanly_without_traceback(tmp_path):

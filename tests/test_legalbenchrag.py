@@ -249,3 +249,210 @@ def test_real_shared_mini_benchmark():
     # the mini recipe applied to the mini files keeps every test
     again = load_legalbenchrag(LEGALBENCH, ["privacy_qa"], sampling="mini")
     assert {q.query_id for q in again.queries} == {q.query_id for q in bench.queries if q.dataset == "privacy_qa"}
+
+
+# -- hostile input: nothing outside the corpus is read, every fault is one error naming file, test and field -------
+
+SECRET = "SENTINEL outside the corpus: must never be loaded"
+
+
+def _with_path(file_path: str, answer: str = SECRET[:8]) -> dict[str, list[dict]]:
+    tests = _tests()
+    tests["cuad"][1]["snippets"] = [{"file_path": file_path, "span": [0, len(answer)], "answer": answer}]
+    return tests
+
+
+@pytest.mark.parametrize("archive", [False, True])
+@pytest.mark.parametrize(
+    ("file_path", "why"),
+    [
+        ("{outside}", "absolute path"),
+        ("cuad/../../outside.txt", "climbs out of corpus/ with a '..' component"),
+        ("../outside.txt", "climbs out of corpus/"),
+        ("cuad/./alpha.txt", "not a normalized relative path"),
+        ("cuad//alpha.txt", "not a normalized relative path"),
+        ("cuad/alpha.txt/", "not a normalized relative path"),
+        (".", "not a normalized relative path"),
+        ("cuad/al\x00pha.txt", "contains a NUL character"),
+        ("cuad/\ud800.txt", "not valid Unicode (lone surrogate)"),
+    ],
+)
+def test_file_paths_outside_or_not_normalized_are_refused(tmp_path, archive, file_path, why):
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET, encoding="utf-8")  # the answer matches: only the path check can refuse it
+    file_path = file_path.format(outside=outside)
+    root = make_data(tmp_path / "d", archive=archive, tests=_with_path(file_path))
+    with pytest.raises(LegalBenchRAGError) as info:
+        load_legalbenchrag(root)
+    (problem,) = info.value.problems
+    assert problem.startswith(f"{root / 'benchmarks' / 'cuad.json'}: test #1 (query_id 'cuad-1'): ")
+    assert 'field "snippets[0].file_path": ' in problem and "is refused: " + why in problem
+    assert SECRET not in problem
+
+
+def test_symlinks_are_followed_only_inside_the_corpus(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET, encoding="utf-8")
+    root = make_data(tmp_path / "d", tests=_with_path("cuad/escape.txt"))
+    (root / "corpus" / "cuad" / "escape.txt").symlink_to(outside)
+    with pytest.raises(LegalBenchRAGError) as info:
+        load_legalbenchrag(root)
+    (problem,) = info.value.problems
+    assert 'test #1 (query_id \'cuad-1\'): field "snippets[0].file_path": \'cuad/escape.txt\' is refused' in problem
+    assert f"resolves outside corpus/ through a symbolic link (to {outside})" in problem
+    # a folder link that leaves the corpus is refused the same way
+    (root / "corpus" / "cuad" / "far").symlink_to(tmp_path, target_is_directory=True)
+    (root / "benchmarks" / "cuad.json").write_text(json.dumps({"tests": _with_path("cuad/far/outside.txt")["cuad"]}))
+    with pytest.raises(LegalBenchRAGError, match=r"snippets\[0\]\.file_path\": 'cuad/far/outside\.txt' is refused"):
+        load_legalbenchrag(root)
+    # a link that stays inside the corpus is followed: the document keeps the linked path as its id
+    (root / "corpus" / "cuad" / "alias.txt").symlink_to(root / "corpus" / "cuad" / "beta.txt")
+    tests = _tests()
+    tests["cuad"][1]["snippets"][0]["file_path"] = "cuad/alias.txt"
+    (root / "benchmarks" / "cuad.json").write_text(json.dumps({"tests": tests["cuad"]}))
+    bench = load_legalbenchrag(root, ["cuad"])
+    assert bench.documents["cuad/alias.txt"] == DOCS["cuad/beta.txt"]
+
+
+def test_scope_all_refuses_links_leaving_the_corpus_and_survives_loops(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.txt").write_text(SECRET)
+    root = make_data(tmp_path / "d")
+    (root / "corpus" / "maud" / "loop").symlink_to(root / "corpus" / "maud", target_is_directory=True)
+    bench = load_legalbenchrag(root, ["maud"], scope="all")  # the loop is walked once
+    assert set(bench.documents) == {"maud/merger.txt", "maud/unused.txt"}
+    (root / "corpus" / "maud" / "out").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (root / "corpus" / "maud" / "self.txt").symlink_to(root / "corpus" / "maud" / "self.txt")  # a link loop
+    with pytest.raises(LegalBenchRAGError) as info:
+        load_legalbenchrag(root, ["maud"], scope="all")
+    text = "\n".join(info.value.problems)
+    assert f"{root / 'corpus' / 'maud' / 'out'}: resolves outside corpus/ through a symbolic link" in text
+    assert f"{root / 'corpus' / 'maud' / 'self.txt'}: cannot be resolved" in text
+    assert SECRET not in text
+
+
+def _archive(path: Path, members: list[tuple[tarfile.TarInfo, bytes]], mode: str = "w:xz") -> None:
+    with tarfile.open(path, mode) as tar:
+        for info, data in members:
+            info.size = len(data) if info.isfile() else 0
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+@pytest.mark.parametrize(
+    ("member", "why"),
+    [
+        (_member("corpus/../outside.txt"), "climbs out of the archive with a '..' component"),
+        (_member("/corpus/cuad/abs.txt"), "has an absolute name"),
+        (_member("corpus/cuad/link.txt", tarfile.SYMTYPE, "/etc/passwd"),
+         "is a symbolic link to '/etc/passwd' (links are not accepted in a corpus archive)"),
+        (_member("corpus/cuad/hard.txt", tarfile.LNKTYPE, "corpus/cuad/alpha.txt"), "is a hard link"),
+        (_member("corpus/cuad/fifo", tarfile.FIFOTYPE), "is a device or FIFO"),
+        (_member("corpus/cuad/alpha.txt"), "appears twice"),
+    ],
+)
+def test_unsafe_archive_members_reject_the_archive(tmp_path, member, why):
+    root = make_data(tmp_path / "d", archive=True)
+    good = [(_member(f"corpus/{rel}"), text.encode()) for rel, text in DOCS.items()]
+    _archive(root / "corpus.tar.xz", [*good, (member, b"x")])
+    with pytest.raises(LegalBenchRAGError) as info:
+        load_legalbenchrag(root)
+    (problem,) = info.value.problems
+    assert problem.startswith(f"{root / 'corpus.tar.xz'}: ") and why in problem
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda data: data[: len(data) // 2], "truncated: the compressed data ends before the end-of-stream marker"),
+        (lambda data: bytes(random.Random(1).getrandbits(8) for _ in range(4096)), "not a readable tar archive"),
+        # past the first block: the damage shows only when the stream's integrity check is read
+        (lambda data: data[:-2000] + bytes(b ^ 0x5A for b in data[-2000:-1900]) + data[-1900:], "corrupt xz data"),
+        (lambda data: b"", "not a readable tar archive"),
+    ],
+)
+def test_damaged_archive_is_one_error_naming_it(tmp_path, damage, why):
+    root = make_data(tmp_path / "d", archive=True)
+    archive = root / "corpus.tar.xz"
+    noise = random.Random(0).randbytes(20_000)  # incompressible: the damaged bytes land in this member's data
+    _archive(archive, [*((_member(f"corpus/{rel}"), text.encode()) for rel, text in DOCS.items()),
+                       (_member("corpus/noise.bin"), noise)])
+    archive.write_bytes(damage(archive.read_bytes()))
+    with pytest.raises(LegalBenchRAGError) as info:
+        load_legalbenchrag(root)
+    assert info.value.problems == [f"{archive}: corpus archive {why}" + info.value.problems[0].split(why, 1)[1]]
+
+
+@pytest.mark.parametrize(
+    ("content", "pattern"),
+    [
+        ('{"tests": []}', r'cuad\.json: field "tests": empty list'),
+        ('{"tests": [' * 100_000, r"cuad\.json: unreadable JSON \(RecursionError"),
+        ('{"tests": [{"query": "q", "snippets": [{"span": [0, 1' + "0" * 5000 + "]}]}]}",
+         r"cuad\.json: unreadable JSON \(ValueError: .*integer string conversion"),
+        (b'{"tests": "\xff"}', r"cuad\.json: not valid UTF-8"),
+        ('{"tests": [{"query": "\\ud800?", "snippets": []}]}', r'field "query": not valid Unicode'),
+    ],
+)
+def test_unreadable_benchmark_files(tmp_path, content, pattern):
+    root = make_data(tmp_path / "d")
+    path = root / "benchmarks" / "cuad.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(LegalBenchRAGError, match=pattern):
+        load_legalbenchrag(root)
+
+
+def test_benchmark_entry_that_is_a_folder_and_non_utf8_corpus_file(tmp_path):
+    root = make_data(tmp_path / "d")
+    (root / "benchmarks" / "odd.json").mkdir()
+    with pytest.raises(LegalBenchRAGError, match=r"odd\.json: cannot be read \(Is a directory\)"):
+        load_legalbenchrag(root, ["odd"])
+    (root / "corpus" / "maud" / "merger.txt").write_bytes(b"\xff\xfe broken")
+    with pytest.raises(LegalBenchRAGError, match=r"maud/merger\.txt: not valid UTF-8"):
+        load_legalbenchrag(root, ["maud"])
+
+
+def test_long_hostile_values_are_cut_in_messages(tmp_path):
+    root = make_data(tmp_path / "d", tests=_with_path("x" * 10_000))
+    with pytest.raises(LegalBenchRAGError) as info:
+        load_legalbenchrag(root)
+    assert len(str(info.value)) < 400
+
+
+def test_retrieval_benchmark_checks_its_spans():
+    from llama_index_sac.datasets.base import BenchmarkQuery, RetrievalBenchmark
+
+    docs = {"a/x.txt": "0123456789"}
+
+    def bench(*gold, qid="q"):
+        return RetrievalBenchmark("t", dict(docs), [BenchmarkQuery(qid, "query?", tuple(gold), "a")])
+
+    assert bench(LocatedSpan("a/x.txt", 0, 10)).queries[0].gold == (("a/x.txt", 0, 10),)
+    with pytest.raises(ValueError, match=r"gold span \('a/x\.txt', 4, 11\) is outside 'a/x\.txt' \(10 characters\)"):
+        bench(LocatedSpan("a/x.txt", 4, 11))
+    with pytest.raises(ValueError, match="outside"):
+        bench(LocatedSpan("a/x.txt", 5, 4))
+    with pytest.raises(TypeError, match="needs a str doc_id and int start/end"):
+        bench(LocatedSpan("a/x.txt", 0, True))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="is not a \\(doc_id, start, end\\) LocatedSpan"):
+        bench(("a/x.txt", 0))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not in the corpus: \\['b'\\]"):
+        bench(LocatedSpan("b", 0, 1))
+    with pytest.raises(ValueError, match="duplicate query_id 'q'"):
+        RetrievalBenchmark("t", dict(docs), [BenchmarkQuery("q", "1", (), "a"), BenchmarkQuery("q", "2", (), "a")])
+
+
+def test_archive_member_larger_than_the_cap_is_refused(tmp_path, monkeypatch):
+    from llama_index_sac.datasets import _corpus
+
+    root = make_data(tmp_path / "d", archive=True)
+    assert load_legalbenchrag(root).queries
+    monkeypatch.setattr(_corpus, "MAX_MEMBER_BYTES", 40)  # the cap (256 MiB) scaled down to the fixture's documents
+    with pytest.raises(LegalBenchRAGError, match=r"unsafe member 'corpus/cuad/alpha\.txt': declares 86 bytes, more "
+                       r"than the 40 accepted for one document"):
+        load_legalbenchrag(root)

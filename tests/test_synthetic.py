@@ -95,3 +95,10 @@ def test_flat_chunks_of_look_alike_contracts_are_near_identical():
 def test_bad_size_raises():
     with pytest.raises(ValueError, match="n_documents"):
         synthetic_contracts(n_documents=1)
+
+
+def test_document_count_limits_are_the_ones_the_generator_can_fill() -> None:
+    assert len(synthetic_contracts(150).to_documents()) == 150  # two distinct party names each, 30 x 10 names
+    for bad in (1, 151):
+        with pytest.raises(ValueError, match="between 2 and 150"):
+            synthetic_contracts(bad)

@@ -44,11 +44,48 @@ class RetrievalBenchmark:
     description: str = ""
 
     def __post_init__(self) -> None:
-        for doc_id in self.documents:
+        """Check the benchmark.
+
+        Raises:
+            TypeError: ``documents`` is not a ``str -> str`` mapping, a query is not a :class:`BenchmarkQuery`, a
+                gold span is not a ``(doc_id, start, end)`` triple of str and ints.
+            ValueError: duplicate ``query_id``; a gold span on a document not in ``documents`` or outside it
+                (``0 <= start <= end <= len(text)`` in characters).
+        """
+        for doc_id, text in self.documents.items():
+            if not isinstance(doc_id, str) or not doc_id or not isinstance(text, str):
+                raise TypeError(f"benchmark {self.name!r}: documents must map non-empty str ids to str texts, got "
+                                f"{type(doc_id).__name__} {doc_id!r:.80} -> {type(text).__name__}")
             self.doc_datasets.setdefault(doc_id, PurePosixPath(doc_id).parts[0] if "/" in doc_id else self.name)
-        missing = sorted({s.doc_id for q in self.queries for s in q.gold} - set(self.documents))
+        seen: set[str] = set()
+        missing: set[str] = set()
+        for query in self.queries:
+            if not isinstance(query, BenchmarkQuery):
+                raise TypeError(f"benchmark {self.name!r}: queries must be BenchmarkQuery, got {type(query).__name__}")
+            if query.query_id in seen:
+                raise ValueError(f"benchmark {self.name!r}: duplicate query_id {query.query_id!r}")
+            seen.add(query.query_id)
+            for span in query.gold:
+                self._check_span(query.query_id, span, missing)
         if missing:
-            raise ValueError(f"benchmark {self.name!r}: gold spans refer to documents not in the corpus: {missing[:5]}")
+            raise ValueError(
+                f"benchmark {self.name!r}: gold spans refer to documents not in the corpus: {sorted(missing)[:5]}"
+            )
+
+    def _check_span(self, query_id: str, span: object, missing: set[str]) -> None:
+        if not (isinstance(span, tuple) and len(span) == 3):
+            raise TypeError(f"benchmark {self.name!r}: query {query_id!r}: gold span {span!r:.80} is not a "
+                            "(doc_id, start, end) LocatedSpan")
+        doc_id, start, end = span
+        if not isinstance(doc_id, str) or not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            raise TypeError(f"benchmark {self.name!r}: query {query_id!r}: gold span {span!r:.80} needs a str "
+                            "doc_id and int start/end")
+        text = self.documents.get(doc_id)
+        if text is None:
+            missing.add(doc_id)
+        elif not 0 <= start <= end <= len(text):
+            raise ValueError(f"benchmark {self.name!r}: query {query_id!r}: gold span {tuple(span)!r:.80} is outside "
+                             f"{doc_id!r} ({len(text)} characters): expected 0 <= start <= end <= length")
 
     @property
     def datasets(self) -> list[str]:

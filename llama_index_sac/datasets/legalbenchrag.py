@@ -11,10 +11,18 @@ half-open range of Python string indices into the file decoded as UTF-8 (no newl
 benchmark files carry no ``query_id``; when it is missing the loader uses ``"<dataset>-<index in file>"``, the
 scheme of the mini files.
 
-Validation is all-or-nothing: every problem in the selected files (malformed JSON, missing or mistyped field, empty
-query, test without snippets, unknown ``file_path``, span out of range, ``corpus[start:end] != answer``, duplicate
+Validation is all-or-nothing: every problem in the selected files (malformed or unreadable JSON, an empty
+``"tests"`` list, missing or mistyped field, empty query, text that is not valid Unicode, test without snippets, a
+``file_path`` that is refused or unknown, span out of range, ``corpus[start:end] != answer``, duplicate
 ``query_id``) is collected and reported in one :class:`LegalBenchRAGError` naming the file, the test (index and
 ``query_id``) and the field; nothing is loaded partially.
+
+Nothing outside the corpus is read. ``file_path`` must be a normalized relative path (``"cuad/x.txt"``: no
+absolute path, no ``.``/``..`` component, no ``//``, no NUL); in a ``corpus/`` folder it must also resolve inside
+``corpus/`` with symbolic links followed (a link leaving it is refused, one staying inside is followed). A
+``corpus.tar.xz`` is read member by member and never extracted; it is rejected as a whole (one error naming the
+archive and the member) when a member has an absolute or ``..`` name, is a link or a device, or appears twice, and
+when it is truncated, corrupt or not a tar archive. Details: :mod:`llama_index_sac.datasets._corpus`.
 
 Sampling protocols (per dataset, applied before validation of the corpus so that only the selected tests matter):
 
@@ -32,12 +40,17 @@ from __future__ import annotations
 
 import json
 import random
-import tarfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from llama_index_sac.datasets._corpus import (
+    LegalBenchRAGError,
+    LegalBenchRAGLayout,
+    corpus_path_problem,
+    short_repr,
+    valid_unicode,
+)
 from llama_index_sac.datasets.base import BenchmarkQuery, RetrievalBenchmark
 from llama_index_sac.evaluation.metrics import LocatedSpan
 
@@ -54,111 +67,9 @@ __all__ = [
 LEGALBENCH_DATASETS: tuple[str, ...] = ("contractnli", "cuad", "maud", "privacy_qa")
 #: Tests per dataset in LegalBench-RAG-mini.
 MINI_SAMPLE_SIZE = 194
-_MAX_REPORTED = 25
 
 Sampling = Literal["all", "mini", "random"]
 Scope = Literal["referenced", "all"]
-
-
-class LegalBenchRAGError(ValueError):
-    """Invalid LegalBench-RAG input: missing files, unknown dataset, malformed benchmark, span/answer mismatch."""
-
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        head = self.problems[:_MAX_REPORTED]
-        more = len(self.problems) - len(head)
-        text = head[0] if len(self.problems) == 1 else f"{len(self.problems)} problems:\n  " + "\n  ".join(head)
-        if more:
-            text += f"\n  ... and {more} more"
-        super().__init__(text)
-
-
-@dataclass(frozen=True)
-class LegalBenchRAGLayout:
-    """Where the corpus and the benchmark files of a data directory are (see the module docstring)."""
-
-    data_dir: Path
-    corpus_dir: Path | None
-    corpus_archive: Path | None
-    benchmarks_dir: Path
-
-    @classmethod
-    def find(cls, data_dir: str | Path, benchmarks_dir: str | Path | None = None) -> LegalBenchRAGLayout:
-        """Locate the corpus and benchmark files; raises :class:`LegalBenchRAGError` naming what is missing."""
-        root = Path(data_dir).expanduser()
-        if not root.is_dir():
-            raise LegalBenchRAGError([f"data directory not found: {root}"])
-        corpus_dir = root / "corpus" if (root / "corpus").is_dir() else None
-        archive = root / "corpus.tar.xz" if (root / "corpus.tar.xz").is_file() else None
-        if corpus_dir is None and archive is None:
-            raise LegalBenchRAGError([f"{root}: neither a corpus/ folder nor corpus.tar.xz found"])
-        if benchmarks_dir is not None:
-            bench = Path(benchmarks_dir).expanduser()
-            if not bench.is_absolute() and not bench.is_dir():
-                bench = root / bench
-            candidates = [bench]
-        else:
-            candidates = [root / "benchmarks", root / "benchmarks_mini"]
-        for bench in candidates:
-            if bench.is_dir() and any(bench.glob("*.json")):
-                return cls(root, corpus_dir, archive, bench)
-        names = " or ".join(str(c) for c in candidates)
-        raise LegalBenchRAGError([f"no benchmark files (*.json) found in {names}"])
-
-    def available_datasets(self) -> list[str]:
-        return sorted(p.stem for p in self.benchmarks_dir.glob("*.json"))
-
-    def corpus_files(self, datasets: Iterable[str]) -> list[str]:
-        """Corpus-relative paths (``"cuad/x.txt"``) of every ``.txt`` document of ``datasets``."""
-        wanted = set(datasets)
-        if self.corpus_dir is not None:
-            out = [
-                p.relative_to(self.corpus_dir).as_posix()
-                for p in self.corpus_dir.rglob("*.txt")
-                if p.is_file() and p.relative_to(self.corpus_dir).parts[0] in wanted
-            ]
-        else:
-            assert self.corpus_archive is not None
-            with tarfile.open(self.corpus_archive, "r:*") as tar:
-                rels = [_archive_rel(m) for m in tar.getmembers() if m.isfile()]
-            out = [rel for rel in rels if rel and rel.endswith(".txt") and PurePosixPath(rel).parts[0] in wanted]
-        return sorted(out)
-
-    def read_documents(self, paths: Iterable[str]) -> dict[str, str]:
-        """Texts of the given corpus-relative paths (UTF-8, no newline translation); missing ones are left out."""
-        wanted = set(paths)
-        texts: dict[str, str] = {}
-        if self.corpus_dir is not None:
-            for name in sorted(wanted):
-                path = self.corpus_dir / name
-                if path.is_file():
-                    texts[name] = _decode(path.read_bytes(), str(path))
-            return texts
-        assert self.corpus_archive is not None
-        with tarfile.open(self.corpus_archive, "r:*") as tar:
-            for member in tar:
-                rel = _archive_rel(member)
-                if rel is not None and rel in wanted and member.isfile():
-                    handle = tar.extractfile(member)
-                    assert handle is not None
-                    texts[rel] = _decode(handle.read(), f"{self.corpus_archive}:{member.name}")
-        return dict(sorted(texts.items()))
-
-
-def _archive_rel(member: tarfile.TarInfo) -> str | None:
-    parts = PurePosixPath(member.name).parts
-    if parts and parts[0] == ".":
-        parts = parts[1:]
-    if len(parts) < 2 or parts[0] != "corpus":
-        return None
-    return PurePosixPath(*parts[1:]).as_posix()
-
-
-def _decode(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise LegalBenchRAGError([f"{where}: not valid UTF-8 ({err})"]) from None
 
 
 def mini_sample(tests: Sequence[dict[str, Any]], size: int = MINI_SAMPLE_SIZE) -> list[int]:
@@ -176,17 +87,62 @@ def _is_int(value: Any) -> bool:
 
 def _read_benchmark(path: Path, problems: list[str]) -> list[Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except json.JSONDecodeError as err:
         problems.append(f"{path}: malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}")
         return None
     except UnicodeDecodeError as err:
         problems.append(f"{path}: not valid UTF-8 ({err})")
         return None
+    except OSError as err:
+        problems.append(f"{path}: cannot be read ({err.strerror or err})")
+        return None
+    except (ValueError, RecursionError) as err:  # an integer of more than 4300 digits, nesting too deep
+        problems.append(f"{path}: unreadable JSON ({type(err).__name__}: {short_repr(str(err))})")
+        return None
     if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
         problems.append(f'{path}: field "tests": expected an object {{"tests": [...]}} with a list of tests')
         return None
+    if not data["tests"]:
+        problems.append(f'{path}: field "tests": empty list (a benchmark file needs at least one test)')
+        return None
     return list(data["tests"])
+
+
+def _text_problem(value: Any, missing: str = "missing") -> str | None:
+    """Why a required text field is unusable (None when it is a non-blank, valid-Unicode string)."""
+    if value is None:
+        return missing
+    if not isinstance(value, str) or not value.strip():
+        return "empty or not a string"
+    if not valid_unicode(value):
+        return "not valid Unicode (lone surrogate)"
+    return None
+
+
+def _check_snippet(field_where: str, snippet: Any, problems: list[str]) -> bool:
+    if not isinstance(snippet, dict):
+        problems.append(f'{field_where}": expected an object')
+        return False
+    ok = True
+    file_path = snippet.get("file_path")
+    if not isinstance(file_path, str) or not file_path:
+        problems.append(f'{field_where}.file_path": missing or not a non-empty string')
+        ok = False
+    elif (why := corpus_path_problem(file_path)) is not None:
+        problems.append(f'{field_where}.file_path": {short_repr(file_path)} is refused: {why}')
+        ok = False
+    span = snippet.get("span")
+    if not (isinstance(span, list) and len(span) == 2 and all(_is_int(v) for v in span)):
+        problems.append(f'{field_where}.span": expected [start, end] integers, got {short_repr(span)}')
+        ok = False
+    elif span[0] < 0 or span[1] <= span[0]:
+        problems.append(f'{field_where}.span": expected 0 <= start < end, got {span!r}')
+        ok = False
+    if not isinstance(snippet.get("answer"), str):
+        problems.append(f'{field_where}.answer": missing or not a string')
+        ok = False
+    return ok
 
 
 def _check_structure(path: Path, dataset: str, index: int, test: Any, problems: list[str]) -> bool:
@@ -196,14 +152,13 @@ def _check_structure(path: Path, dataset: str, index: int, test: Any, problems: 
         problems.append(f"{where}: expected an object, got {type(test).__name__}")
         return False
     qid = test.get("query_id", f"{dataset}-{index}")
-    where = f"{path}: test #{index} (query_id {qid!r})"
+    where = f"{path}: test #{index} (query_id {short_repr(qid)})"
     ok = True
-    if "query_id" in test and (not isinstance(qid, str) or not qid.strip()):
-        problems.append(f'{where}: field "query_id": expected a non-empty string')
+    if "query_id" in test and (why := _text_problem(qid)) is not None:
+        problems.append(f'{where}: field "query_id": expected a non-empty string ({why})')
         ok = False
-    query = test.get("query")
-    if not isinstance(query, str) or not query.strip():
-        problems.append(f'{where}: field "query": ' + ("missing" if query is None else "empty or not a string"))
+    if (why := _text_problem(test.get("query"))) is not None:
+        problems.append(f'{where}: field "query": {why}')
         ok = False
     snippets = test.get("snippets")
     if not isinstance(snippets, list) or not snippets:
@@ -212,26 +167,8 @@ def _check_structure(path: Path, dataset: str, index: int, test: Any, problems: 
             + ("missing" if snippets is None else "a test needs at least one gold snippet (a list of objects)")
         )
         return False
-    for j, snippet in enumerate(snippets):
-        field_where = f'{where}: field "snippets[{j}]'
-        if not isinstance(snippet, dict):
-            problems.append(f'{field_where}": expected an object')
-            ok = False
-            continue
-        if not isinstance(snippet.get("file_path"), str) or not snippet["file_path"]:
-            problems.append(f'{field_where}.file_path": missing or not a non-empty string')
-            ok = False
-        span = snippet.get("span")
-        if not (isinstance(span, list) and len(span) == 2 and all(_is_int(v) for v in span)):
-            problems.append(f'{field_where}.span": expected [start, end] integers, got {span!r}')
-            ok = False
-        elif span[0] < 0 or span[1] <= span[0]:
-            problems.append(f'{field_where}.span": expected 0 <= start < end, got {span!r}')
-            ok = False
-        if not isinstance(snippet.get("answer"), str):
-            problems.append(f'{field_where}.answer": missing or not a string')
-            ok = False
-    return ok
+    checked = [_check_snippet(f'{where}: field "snippets[{j}]', s, problems) for j, s in enumerate(snippets)]
+    return ok and all(checked)
 
 
 def load_legalbenchrag(
@@ -260,7 +197,8 @@ def load_legalbenchrag(
         The benchmark; document ids are corpus-relative paths (``"cuad/x.txt"``), query datasets are file stems.
 
     Raises:
-        LegalBenchRAGError: every problem found, each naming the file, test and field (nothing is loaded partially).
+        LegalBenchRAGError: every problem found, each naming the file, test and field (nothing is loaded partially);
+            or one problem naming the corpus archive or corpus entry that is unreadable or unsafe.
     """
     if sampling not in ("all", "mini", "random"):
         raise LegalBenchRAGError([f"unknown sampling protocol {sampling!r}: expected all, mini or random"])
@@ -305,17 +243,19 @@ def load_legalbenchrag(
     # so one error lists every problem found
 
     referenced = {s["file_path"] for _, _, _, t in chosen for s in t["snippets"]}
+    # a folder corpus: a file_path may leave corpus/ through a symbolic link; such paths are reported per test and
+    # never opened
+    unsafe = layout.unsafe_paths(referenced)
+    doc_ids = referenced - set(unsafe)
     if scope == "all":
-        doc_ids = set(layout.corpus_files(selected)) | referenced
-    else:
-        doc_ids = referenced
+        doc_ids |= set(layout.corpus_files(selected))
     documents = layout.read_documents(doc_ids)
 
     queries: list[BenchmarkQuery] = []
     seen: dict[str, str] = {}
     for path, dataset, index, test in chosen:
         qid = test.get("query_id", f"{dataset}-{index}")
-        where = f"{path}: test #{index} (query_id {qid!r})"
+        where = f"{path}: test #{index} (query_id {short_repr(qid)})"
         if qid in seen:
             problems.append(f'{where}: field "query_id": duplicate of {seen[qid]}')
         seen.setdefault(qid, where)
@@ -323,19 +263,25 @@ def load_legalbenchrag(
         for j, snippet in enumerate(test["snippets"]):
             file_path, (start, end), answer = snippet["file_path"], snippet["span"], snippet["answer"]
             field_where = f'{where}: field "snippets[{j}]'
+            if file_path in unsafe:
+                problems.append(f'{field_where}.file_path": {short_repr(file_path)} is refused: {unsafe[file_path]}')
+                continue
             text = documents.get(file_path)
             if text is None:
-                problems.append(f'{field_where}.file_path": unknown document {file_path!r} (not in the corpus)')
+                problems.append(
+                    f'{field_where}.file_path": unknown document {short_repr(file_path)} (not in the corpus)'
+                )
                 continue
             if end > len(text):
                 problems.append(
-                    f'{field_where}.span": {[start, end]} is out of range for {file_path!r} ({len(text)} characters)'
+                    f'{field_where}.span": {[start, end]} is out of range for {short_repr(file_path)} '
+                    f"({len(text)} characters)"
                 )
                 continue
             if text[start:end] != answer:
                 problems.append(
-                    f'{field_where}.answer": corpus[{start}:{end}] of {file_path!r} is {text[start:end][:60]!r}..., '
-                    f"not the answer {answer[:60]!r}..."
+                    f'{field_where}.answer": corpus[{start}:{end}] of {short_repr(file_path)} is '
+                    f"{text[start:end][:60]!r}..., not the answer {answer[:60]!r}..."
                 )
                 continue
             gold.append(LocatedSpan(file_path, start, end))

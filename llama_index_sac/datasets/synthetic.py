@@ -278,7 +278,7 @@ def synthetic_contracts(n_documents: int = 24, seed: int = 0) -> RetrievalBenchm
     """Generate the built-in benchmark: ``n_documents`` contracts (half NDAs, half services agreements).
 
     Args:
-        n_documents: number of contracts, 2 to 300 (default 24: about 95k characters, 110 queries, which the
+        n_documents: number of contracts, 2 to 150 (default 24: about 95k characters, 110 queries, which the
             default ``llama-sac eval`` embeds in well under a minute on a laptop CPU).
         seed: the generator seed; the same ``(n_documents, seed)`` always gives the same benchmark.
 
@@ -288,8 +288,8 @@ def synthetic_contracts(n_documents: int = 24, seed: int = 0) -> RetrievalBenchm
     Raises:
         ValueError: if ``n_documents`` is out of range.
     """
-    if not 2 <= n_documents <= 300:
-        raise ValueError(f"n_documents must be between 2 and 300, got {n_documents}")
+    if not 2 <= n_documents <= 150:  # two party names per contract from 30 x 10 names
+        raise ValueError(f"n_documents must be between 2 and 150, got {n_documents}")
     rng = random.Random(seed)
     names = [f"{p} {s}" for p in _PREFIXES for s in _SUFFIXES]
     rng.shuffle(names)
@@ -301,6 +301,8 @@ def synthetic_contracts(n_documents: int = 24, seed: int = 0) -> RetrievalBenchm
         dataset, text, spans, facts = makers[i % 2](rng, (i // 2) % 2, a, b)
         slug = f"{a.split()[0]}_{b.split()[0]}".lower()
         doc_id = f"{dataset}/{facts['title'].lower().replace(' ', '_').replace('-', '_')}_{slug}.txt"
+        if doc_id in documents:  # the slug keeps only the names' first words: never overwrite a document
+            doc_id = f"{doc_id[:-4]}_{i:03d}.txt"
         documents[doc_id] = text
         kind = facts["title"]
         for key, question in _QUESTIONS[dataset]:
