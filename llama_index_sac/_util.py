@@ -1,0 +1,50 @@
+"""Small helpers every layer of the package may use (the lowest module: it imports nothing of the package).
+
+* :func:`require_extra`: import an optional dependency, or raise one ``ImportError`` naming the extra to install.
+* :func:`stable_hash`: the ``sha256`` of the canonical JSON of a value (the one key builder of the caches and ids).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from types import ModuleType
+from typing import Any
+
+__all__ = ["require_extra", "stable_hash"]
+
+
+def require_extra(module: str, extra: str, what: str) -> ModuleType:
+    """``importlib.import_module(module)``, or ``ImportError`` saying which extra brings it.
+
+    Args:
+        module: the module to import (``"llama_index.embeddings.huggingface"``).
+        extra: the package extra that installs it (``"hf"``).
+        what: what needs it, for the message (``"default_embedding_model()"``).
+
+    Raises:
+        ImportError: ``"<what> needs <module>: pip install 'llama-index-sac[<extra>]'"`` (the original error chained).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"{what} needs {module}, which is not installed: pip install 'llama-index-sac[{extra}]' ({exc})"
+        ) from exc
+
+
+def stable_hash(value: Any, domain: str = "") -> str:
+    """``sha256`` (hex) of ``[domain, value]`` as canonical JSON (sorted keys, no spaces, NaN refused).
+
+    JSON quotes and escapes every string, so two different values never give the same bytes (unlike a plain
+    concatenation). Lone surrogates are hashed as they are (``surrogatepass``).
+
+    Raises:
+        TypeError: ``value`` is not JSON-serializable (or holds NaN/inf).
+    """
+    try:
+        blob = json.dumps([domain, value], sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"stable_hash needs a JSON-serializable value: {exc}") from exc
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
