@@ -65,23 +65,18 @@ are already in the cache) or, with ``on_error="skip"``, is recorded on each of i
 (``LLMUnavailableError``, after the summarizer's ``max_consecutive_failures``) fails the remaining documents at
 once, without a request each.
 
-Recovery: a failure must come back by simply running again. Each failure raises the transformation's
-``failure_epoch`` (kept in ``cache_dir`` when set, else on this object) and ``to_dict()`` carries it, so LlamaIndex's
-ingestion cache, which stored the output with the failed nodes under the old settings hash, misses on the next run:
-the failed documents are summarized again, every other summary comes from the summary cache (``cache_dir``, or this
-object's memory), so no other summarizer call is made. With a docstore, use
-:class:`~llama_index_sac.ingestion.SACIngestionPipeline`: LlamaIndex records a document as done before anyone looks at
-its nodes, so only a pipeline can take a failed document back out of the docstore (and its rows out of the vector
-store) for the next run.
+Recovery (``docs/production.md``, "Failures and recovery"): each call with a failed summary raises
+``failure_epoch`` (kept in ``cache_dir``, else on this object), which ``to_dict()`` carries, so LlamaIndex's
+ingestion cache misses the output that held the failed nodes and the next run summarizes exactly the failed
+documents (every other summary comes from the summary cache). With a docstore, use
+:class:`~llama_index_sac.ingestion.SACIngestionPipeline`.
 
 Cache: with ``cache_dir`` set, summaries are stored on disk (:class:`SummaryCache`, keyed by document text + folded
 metadata + summarizer identity, never the document id) as each document completes; a second run makes zero
-summarizer calls. ``to_dict()`` includes ``summarizer_identity``, so LlamaIndex's ingestion cache tells
-summarizers (model, prompts, ``max_chars``, term statistics) apart. Cache faults are per-document faults: an entry
-that cannot be read is a miss; one that cannot be written (read-only or full disk, a file where a folder should be)
-leaves the summary in place and marks its nodes ``summary_cache_error`` (one ``CacheWriteWarning`` per call); a
-cache location that cannot be used at all raises ``SummaryCacheError`` before any summarizer call with
-``on_error="raise"``, and is read-only (hits still served) with ``on_error="skip"``.
+summarizer calls; ``to_dict()`` includes ``summarizer_identity``. Cache faults are per-document faults: an entry that
+cannot be read is a miss; one that cannot be written marks its nodes ``summary_cache_error`` (one
+``CacheWriteWarning``); an unusable location raises ``SummaryCacheError`` before any call with ``on_error="raise"``
+and is read-only with ``"skip"``.
 
 Determinism: a summary depends on the document (text, chosen metadata) and the summarizer's settings only, never on
 the batch: nothing is fitted on the documents of a call (``refit`` is deprecated and ignored).
@@ -89,7 +84,6 @@ the batch: nothing is fitted on the documents of a call (``refit`` is deprecated
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import warnings
 from collections.abc import Callable, Sequence
@@ -97,16 +91,15 @@ from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, field_validator
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
-from tqdm.auto import tqdm
 
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.documents import DocumentGroup, group_by_document, is_document
 from llama_index_sac.embeddings import EmbedLimitWarning, check_text_limit, token_length_function
 from llama_index_sac.node_parser.base import callable_identity
-from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult, run_sync
-from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCache, SummaryCacheError, summary_cache_key
+from llama_index_sac.summarizers.base import BaseSummarizer, SummaryResult, run_sync
+from llama_index_sac.summarizers.cache import SummaryCache, SummaryCacheError
 from llama_index_sac.summarizers.extractive import ExtractiveSummarizer
-from llama_index_sac.summarizers.retry import LLMUnavailableError
+from llama_index_sac.summarizing import summarize_groups
 from llama_index_sac.tables import markdown_table_header, markdown_tables
 
 __all__ = [
@@ -294,83 +287,9 @@ class SummaryAugmentationTransformation(TransformComponent):
         return cache
 
     async def _summarize_all(self, groups: list[DocumentGroup], show_progress: bool) -> None:
-        cache = self._usable_cache()
-        identity = self.summarizer.identity()
-        pending: list[tuple[DocumentGroup, str]] = []
-        for group in groups:
-            text = group.text or ""
-            if not text.strip():
-                group.result = SummaryResult(summary="", strategy="empty")  # no call for blank documents
-                continue
-            key = summary_cache_key(text, identity, self.summarizer.folded_metadata(group.metadata))
-            hit = cache.get(key) if cache is not None else self._memo.get(key)
-            if hit is not None:
-                group.result = hit
-            else:
-                pending.append((group, key))
-        if not pending:
-            return
-        limiter = asyncio.Semaphore(self.num_workers) if self.summarizer.uses_llm else None
-        bar = tqdm(total=len(pending), desc="Summarizing documents", disable=not show_progress)
-
-        async def run(group: DocumentGroup, key: str) -> None:
-            try:
-                result = await self.summarizer.asummarize(group.text or "", group.metadata, limiter=limiter)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if self.on_error == "raise":
-                    if isinstance(exc, LLMUnavailableError):  # the endpoint is down: keep the documented type
-                        exc.doc_id = group.doc_id
-                        raise
-                    raise SummarizationError(
-                        f"summary of document {group.doc_id!r} failed: {type(exc).__name__}: {exc}",
-                        doc_id=group.doc_id, attempts=getattr(exc, "attempts", 0),
-                    ) from exc
-                group.error = f"{type(exc).__name__}: {exc}"
-                logger.warning("summary of document %r failed, recorded as summary_error: %s", group.doc_id,
-                               group.error)
-                return
-            finally:
-                bar.update(1)
-            self._calls += 1
-            group.result = result
-            if cache is None:
-                self._memo[key] = result
-                return
-            try:
-                cache.put(key, result, identity)
-            except OSError as exc:  # the summary stands; only storing it failed
-                group.cache_error = f"{type(exc).__name__}: {exc}"
-
-        try:
-            if limiter is None:  # CPU-bound summarizer: run in order, no concurrency to manage
-                for group, key in pending:
-                    await run(group, key)
-            else:
-                tasks = [asyncio.ensure_future(run(group, key)) for group, key in pending]
-                try:
-                    await asyncio.gather(*tasks)
-                except BaseException:
-                    for task in tasks:
-                        task.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
-                    raise
-        finally:
-            bar.close()
-            self._warn_cache_errors(groups, cache)
-
-    @staticmethod
-    def _warn_cache_errors(groups: list[DocumentGroup], cache: SummaryCache | None) -> None:
-        failed = [g for g in groups if g.cache_error is not None]
-        if not failed:
-            return
-        names = ", ".join(repr(g.doc_id) for g in failed[:5]) + (" ..." if len(failed) > 5 else "")
-        warnings.warn(
-            f"{len(failed)} summaries could not be stored in the summary cache {cache.directory if cache else ''} "
-            f"({failed[0].cache_error}); their nodes carry summary_cache_error and the next run will summarize them "
-            f"again: {names}",
-            CacheWriteWarning, stacklevel=caller_stacklevel(),
+        self._calls += await summarize_groups(
+            groups, self.summarizer, cache=self._usable_cache(), memo=self._memo, on_error=self.on_error,
+            concurrency=self.num_workers, show_progress=show_progress,
         )
 
     def _record_failures(self, groups: list[DocumentGroup]) -> None:

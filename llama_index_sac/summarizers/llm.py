@@ -65,6 +65,9 @@ from llama_index_sac.summarizers.prompts import (
     PRIVACY_POLICY_SUMMARY_PROMPT,
     REDUCE_SUMMARY_PROMPT,
     SHORTEN_PROMPT,
+    chatml_completion_to_prompt,
+    chatml_messages_to_prompt,
+    template_text,
 )
 from llama_index_sac.summarizers.retry import (
     CircuitBreaker,
@@ -80,28 +83,6 @@ __all__ = ["LLMSummarizer", "LLMUnavailableError", "chatml_completion_to_prompt"
            "is_transient_error"]
 
 _HEAD_TAIL_MARK = "\n[...]\n"
-
-
-def chatml_messages_to_prompt(messages: Any) -> str:
-    """ChatML prompt (Qwen and other ChatML models) from LlamaIndex chat messages, for ``LlamaCPP``."""
-    parts = []
-    for message in messages:
-        role = getattr(message.role, "value", message.role)
-        parts.append(f"<|im_start|>{role}\n{message.content}<|im_end|>\n")
-    parts.append("<|im_start|>assistant\n")
-    return "".join(parts)
-
-
-def chatml_completion_to_prompt(completion: str) -> str:
-    """ChatML prompt for one user turn, for ``LlamaCPP``'s completion route."""
-    return f"<|im_start|>user\n{completion}<|im_end|>\n<|im_start|>assistant\n"
-
-
-def _template_text(prompt: BasePromptTemplate) -> str:
-    template = getattr(prompt, "template", None)
-    if isinstance(template, str):
-        return template
-    return repr(prompt.get_template())
 
 
 class LLMSummarizer(BaseSummarizer):
@@ -184,7 +165,7 @@ class LLMSummarizer(BaseSummarizer):
 
     @field_serializer("prompt", "map_prompt", "reduce_prompt", "shorten_prompt")
     def _serialize_prompt(self, prompt: BasePromptTemplate) -> str:
-        return _template_text(prompt)
+        return template_text(prompt)
 
     @model_validator(mode="after")
     def _check_prompts(self) -> LLMSummarizer:
@@ -301,10 +282,10 @@ class LLMSummarizer(BaseSummarizer):
         ident = super().identity()
         ident.update(
             llm=self._llm_identity(),
-            prompt=_template_text(self.prompt),
-            map_prompt=_template_text(self.map_prompt),
-            reduce_prompt=_template_text(self.reduce_prompt),
-            shorten_prompt=_template_text(self.shorten_prompt),
+            prompt=template_text(self.prompt),
+            map_prompt=template_text(self.map_prompt),
+            reduce_prompt=template_text(self.reduce_prompt),
+            shorten_prompt=template_text(self.shorten_prompt),
             length_tolerance=self.length_tolerance,
             length_retries=self.length_retries,
             max_input_chars=self.input_window(),

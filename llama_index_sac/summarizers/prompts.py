@@ -16,9 +16,14 @@ content-only):
 
 from __future__ import annotations
 
-from llama_index.core.prompts import PromptTemplate
+from typing import Any
+
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 
 __all__ = [
+    "chatml_completion_to_prompt",
+    "chatml_messages_to_prompt",
+    "template_text",
     "COMMERCIAL_CONTRACT_SUMMARY_PROMPT",
     "GENERIC_SUMMARY_PROMPT",
     "MAP_SUMMARY_PROMPT",
@@ -100,3 +105,26 @@ SHORTEN_PROMPT = PromptTemplate(
     "Shorten the following summary to at most {max_chars} characters. Keep the document type and the party names; "
     "drop less important details. Output only the shortened summary.\n\nSummary:\n{summary}\n\nShortened summary:"
 )
+
+
+def chatml_messages_to_prompt(messages: Any) -> str:
+    """ChatML prompt (Qwen and other ChatML models) from LlamaIndex chat messages, for ``LlamaCPP``."""
+    parts = []
+    for message in messages:
+        role = getattr(message.role, "value", message.role)
+        parts.append(f"<|im_start|>{role}\n{message.content}<|im_end|>\n")
+    parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+def chatml_completion_to_prompt(completion: str) -> str:
+    """ChatML prompt for one user turn, for ``LlamaCPP``'s completion route."""
+    return f"<|im_start|>user\n{completion}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def template_text(prompt: BasePromptTemplate) -> str:
+    """The template string of a prompt (what identifies it in cache keys)."""
+    template = getattr(prompt, "template", None)
+    if isinstance(template, str):
+        return template
+    return repr(prompt.get_template())
