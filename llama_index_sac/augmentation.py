@@ -195,6 +195,11 @@ class SummaryAugmentationTransformation(TransformComponent):
     _epoch: int = PrivateAttr(default=0)  # failures recorded by this object (see failure_epoch)
     _memo: dict[str, SummaryResult] = PrivateAttr(default_factory=dict)  # summaries by cache key, without cache_dir
 
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _path_to_str(cls, value: Any) -> Any:
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
+
     @field_validator("refit")
     @classmethod
     def _refit_deprecated(cls, value: bool) -> bool:

@@ -312,3 +312,8 @@ def test_a_settings_change_on_an_existing_index_is_reported(tmp_path: Path) -> N
     for _ in range(2):  # every run says so until the index is rebuilt
         with pytest.warns(SettingsChangedWarning, match="Rebuild the index"):
             assert changed.run(documents=_documents()) == []
+
+
+def test_cache_dir_takes_a_path(tmp_path: Path) -> None:
+    sac = SummaryAugmentationTransformation(cache_dir=tmp_path / "summaries")
+    assert sac.cache_dir == str(tmp_path / "summaries") and sac.cache is not None
