@@ -85,6 +85,7 @@ the batch: nothing is fitted on the documents of a call (``refit`` is deprecated
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
