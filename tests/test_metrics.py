@@ -25,6 +25,7 @@ from llama_index_sac.evaluation.evaluator import (
 )
 from llama_index_sac.evaluation.metrics import (
     LocatedSpan,
+    QueryScores,
     aggregate,
     document_retrieval_mismatch,
     hit_rate,
@@ -441,3 +442,121 @@ def test_adapter_unknown_node_id_is_a_clear_error():
     metric = SpanPrecisionMetric(node_locations={})
     with pytest.raises(NodeLocationError, match="node_locations"):
         metric.compute(expected_ids=[gold_span_id(S(A, 0, 1))], retrieved_ids=["zz"])
+
+
+# -- hostile input (issue 13): one clear error naming the argument, never a silent value --------------------------
+
+_SPAN_FUNCTIONS = {
+    "span_precision": lambda r: span_precision(r, [S(A, 0, 10)]),
+    "span_recall": lambda r: span_recall(r, [S(A, 0, 10)]),
+    "hit_rate": lambda r: hit_rate(r, [S(A, 0, 10)]),
+    "reciprocal_rank": lambda r: reciprocal_rank(r, [S(A, 0, 10)]),
+    "document_retrieval_mismatch": lambda r: document_retrieval_mismatch(r, {A}),
+    "score_query": lambda r: score_query(r, [S(A, 0, 10)], ks=[1]),
+}
+
+
+@pytest.mark.parametrize("name", list(_SPAN_FUNCTIONS))
+@pytest.mark.parametrize("retrieved, message", [
+    ([(A, 5)], r"retrieved\[0\] is \('a.txt', 5\): each span must be a \(doc_id, start, end\) triple"),
+    ([S(A, 0, 5), "a.txt"], r"retrieved\[1\] is 'a.txt': each span must be a \(doc_id, start, end\) triple"),
+    (S(A, 0, 5), r"retrieved must be a list of \(doc_id, start, end\) spans, got the single span"),
+    ("a.txt", r"retrieved must be a list of \(doc_id, start, end\) spans, got str"),
+    (5, r"retrieved must be a list of \(doc_id, start, end\) spans, got int"),
+    ([S(A, True, 5)], r"retrieved span \('a.txt', True, 5\): start and end must be ints"),
+])
+def test_malformed_retrieved_argument_is_named(name, retrieved, message):
+    with pytest.raises(TypeError, match=message):
+        _SPAN_FUNCTIONS[name](retrieved)
+
+
+@pytest.mark.parametrize("name", ["span_precision", "span_recall", "hit_rate", "reciprocal_rank"])
+def test_malformed_gold_argument_is_named(name):
+    function = globals()[name]
+    with pytest.raises(TypeError, match=r"gold\[0\] is \('a.txt', 0\): each span must be"):
+        function([S(A, 0, 5)], [(A, 0)])
+    with pytest.raises(ValueError, match=r"gold span \('a.txt', 9, 2\): must satisfy 0 <= start <= end"):
+        function([S(A, 0, 5)], [S(A, 9, 2)])
+
+
+@pytest.mark.parametrize("gold_ids, error, message", [
+    ("a.txt", TypeError, "gold_doc_ids must be a collection of document ids"),
+    (b"a.txt", TypeError, "gold_doc_ids must be a collection of document ids"),
+    ({1}, TypeError, "gold_doc_ids must hold document ids as strings, got 1"),
+    (None, TypeError, "gold_doc_ids must be a collection of document ids"),
+])
+def test_drm_gold_ids_must_be_a_collection_of_strings(gold_ids, error, message):
+    """A string used to be iterated as its characters: DRM 1.0 for a chunk of the gold document itself."""
+    with pytest.raises(error, match=message):
+        document_retrieval_mismatch([S(A, 0, 5)], gold_ids)
+    assert document_retrieval_mismatch([S(A, 0, 5), S(B, 0, 5)], [A]) == 0.5  # any collection of ids works
+
+
+@pytest.mark.parametrize("ks, error", [(5, TypeError), ([True], TypeError), ([1.5], TypeError), ("1", TypeError),
+                                       ([], ValueError), ([0, 1], ValueError)])
+def test_k_values_must_be_positive_ints(ks, error):
+    with pytest.raises(error, match="ks must be|k values must be positive"):
+        score_query([S(A, 0, 1)], [S(A, 0, 1)], ks=ks)
+    with pytest.raises(error, match="ks must be|k values must be positive"):
+        aggregate([], ks=ks)
+
+
+@pytest.mark.parametrize("values, error, message", [
+    ([0.5, float("nan")], ValueError, "must be finite, got nan"),
+    ([0.5, float("inf")], ValueError, "must be finite, got inf"),
+    ([0.5, "0.5"], TypeError, "must be numbers or None, got '0.5'"),
+    ([True], TypeError, "must be numbers or None, got True"),
+    ("0.5", TypeError, "must be an iterable of numbers or None, got str"),
+])
+def test_mean_or_none_refuses_what_is_not_a_finite_number(values, error, message):
+    with pytest.raises(error, match=message):
+        mean_or_none(values, "precision")
+
+
+def test_aggregate_names_the_bad_record_or_argument():
+    scores = {"1": QueryScores(1, 0.5, 0.5, 0.0, 1.0, 1.0, 1).as_dict()}
+    with pytest.raises(TypeError, match="metrics must be a list of metric names, got the string 'drm'"):
+        aggregate([{"dataset": "d", "scores": scores}], ks=[1], metrics="drm")
+    with pytest.raises(ValueError, match=r"unknown metric name\(s\) \['ndcg'\]"):
+        aggregate([{"dataset": "d", "scores": scores}], ks=[1], metrics=["ndcg"])
+    with pytest.raises(TypeError, match=r"records\[1\] must be a mapping"):
+        aggregate([{"dataset": "d", "scores": scores}, "d"], ks=[1])
+    with pytest.raises(ValueError, match=r"records\[0\] has no 'dataset' key"):
+        aggregate([{"scores": scores}], ks=[1])
+    with pytest.raises(TypeError, match=r"records\[0\]\['scores'\] must be None or a mapping"):
+        aggregate([{"dataset": "d", "scores": [0.5]}], ks=[1])
+    with pytest.raises(TypeError, match="records must be an iterable of mappings"):
+        aggregate({"dataset": "d", "scores": scores}, ks=[1])
+    assert aggregate([{"dataset": "d", "scores": scores}], ks=[1])["overall"][1]["precision"] == 0.5
+
+
+@pytest.mark.parametrize("metric_cls", [SpanPrecisionMetric, SpanRecallMetric, DRMMetric])
+def test_adapters_refuse_reversed_gold_span_ids(metric_cls):
+    """``"d1#9-2"`` used to parse as a zero-length gold span: NaN, "ineligible", without a word."""
+    metric = metric_cls(node_locations=node_locations([_node(A, 0, 100, "n1")]))
+    with pytest.raises(ValueError, match=r"expected id 'a.txt#9-2' is a reversed gold span id: start 9 > end 2"):
+        metric.compute(expected_ids=[f"{A}#9-2"], retrieved_ids=["n1"])
+    with pytest.raises(TypeError, match="expected_ids must be a list of ids, got str"):
+        metric.compute(expected_ids=f"{A}#0-5", retrieved_ids=["n1"])
+    with pytest.raises(TypeError, match="retrieved_ids must be a list of ids, got str 'n1'"):
+        metric.compute(expected_ids=[f"{A}#0-5"], retrieved_ids="n1")
+    with pytest.raises(TypeError, match="retrieved_ids must hold string ids, got 7"):
+        metric.compute(expected_ids=[f"{A}#0-5"], retrieved_ids=[7])
+
+
+def test_adapter_fields_and_gold_span_id_are_checked():
+    with pytest.raises(ValueError, match=r"node_locations\['n1'\] span \('a.txt', 9, 2\): must satisfy"):
+        DRMMetric(node_locations={"n1": (A, 9, 2)})
+    with pytest.raises(ValueError, match=r"node_locations\['n1'\] must be a \(doc_id, start, end\) triple"):
+        DRMMetric(node_locations={"n1": (A, 9)})
+    with pytest.raises(ValueError, match="k must be an int or None, got the bool True"):
+        DRMMetric(node_locations={}, k=True)
+    with pytest.raises(TypeError, match=r"span must be a \(doc_id, start, end\) triple, got \('a.txt', 5\)"):
+        gold_span_id((A, 5))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must satisfy 0 <= start <= end"):
+        gold_span_id((A, 5, 2))
+    with pytest.raises(TypeError, match="must be a string"):
+        parse_gold_span_id(5)  # type: ignore[arg-type]
+    for bad in ({"ks": [True]}, {"ks": "1"}, {"workers": True}):
+        with pytest.raises(ValueError):  # pydantic ValidationError naming the field
+            RetrievalQualityEvaluator(retriever=_retriever(), **bad)

@@ -30,7 +30,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -44,17 +44,34 @@ from llama_index_sac.evaluation.metrics import (
     LocatedSpan,
     QueryScores,
     aggregate,
+    check_ks,
+    check_located_spans,
     document_retrieval_mismatch,
     score_query,
     span_precision,
     span_recall,
 )
 
-if TYPE_CHECKING:  # the dataset types import the metrics module: keep the import graph acyclic
-    from llama_index_sac.datasets.base import BenchmarkQuery
+
+class EvaluationQuery(Protocol):
+    """What the evaluator reads of a query: :class:`llama_index_sac.datasets.BenchmarkQuery` or any object with
+    these attributes (a protocol, so the library layer does not import the datasets of the harness)."""
+
+    @property
+    def query_id(self) -> str: ...
+
+    @property
+    def dataset(self) -> str: ...
+
+    @property
+    def query(self) -> str: ...
+
+    @property
+    def gold(self) -> Sequence[LocatedSpan]: ...
 
 __all__ = [
     "DRMMetric",
+    "EvaluationQuery",
     "EvaluationResult",
     "NodeLocationError",
     "QueryRecord",
@@ -166,18 +183,26 @@ class RetrievalQualityEvaluator(BaseModel):
     )
     workers: int = Field(default=4, ge=1, description="Queries in flight at once in the async path.")
 
-    @field_validator("ks")
+    @field_validator("ks", mode="before")
     @classmethod
-    def _check_ks(cls, ks: list[int]) -> list[int]:
-        if any(k < 1 for k in ks):
-            raise ValueError(f"k values must be >= 1, got {ks}")
-        return sorted(set(ks))
+    def _check_ks(cls, ks: Any) -> list[int]:
+        try:
+            return check_ks(ks)  # ints only (pydantic would read True as 1), each >= 1
+        except TypeError as exc:  # pydantic reports ValueErrors as a ValidationError naming the field
+            raise ValueError(str(exc)) from exc
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _check_workers(cls, workers: Any) -> Any:
+        if isinstance(workers, bool):
+            raise ValueError(f"workers must be an int, got the bool {workers!r}")
+        return workers
 
     @classmethod
     def class_name(cls) -> str:
         return "RetrievalQualityEvaluator"
 
-    def _record(self, query: BenchmarkQuery, nodes: Sequence[NodeWithScore], seconds: float) -> QueryRecord:
+    def _record(self, query: EvaluationQuery, nodes: Sequence[NodeWithScore], seconds: float) -> QueryRecord:
         retrieved = [locate_node(n.node, self.doc_id_metadata_key) for n in nodes]
         return QueryRecord(
             query_id=query.query_id,
@@ -189,20 +214,20 @@ class RetrievalQualityEvaluator(BaseModel):
             seconds=seconds,
         )
 
-    async def aevaluate(self, query: BenchmarkQuery, query_embedding: Sequence[float] | None = None) -> QueryRecord:
+    async def aevaluate(self, query: EvaluationQuery, query_embedding: Sequence[float] | None = None) -> QueryRecord:
         """Retrieve for one query and score it (the body every other method shares)."""
         bundle = QueryBundle(query_str=query.query, embedding=list(query_embedding) if query_embedding else None)
         start = time.perf_counter()
         nodes = await self.retriever.aretrieve(bundle)
         return self._record(query, nodes, time.perf_counter() - start)
 
-    def evaluate(self, query: BenchmarkQuery, query_embedding: Sequence[float] | None = None) -> QueryRecord:
+    def evaluate(self, query: EvaluationQuery, query_embedding: Sequence[float] | None = None) -> QueryRecord:
         """Sync :meth:`aevaluate`."""
         return asyncio_run(self.aevaluate(query, query_embedding))
 
     async def aevaluate_dataset(
         self,
-        queries: Sequence[BenchmarkQuery],
+        queries: Sequence[EvaluationQuery],
         query_embeddings: Mapping[str, Sequence[float]] | None = None,
         show_progress: bool = False,
         desc: str = "Retrieving",
@@ -216,7 +241,7 @@ class RetrievalQualityEvaluator(BaseModel):
         bar = tqdm(total=len(queries), desc=desc, disable=not show_progress, unit="query")
         start = time.perf_counter()
 
-        async def one(query: BenchmarkQuery) -> QueryRecord:
+        async def one(query: EvaluationQuery) -> QueryRecord:
             async with semaphore:
                 embedding = query_embeddings.get(query.query_id) if query_embeddings else None
                 record = await self.aevaluate(query, embedding)
@@ -236,7 +261,7 @@ class RetrievalQualityEvaluator(BaseModel):
 
     def evaluate_dataset(
         self,
-        queries: Sequence[BenchmarkQuery],
+        queries: Sequence[EvaluationQuery],
         query_embeddings: Mapping[str, Sequence[float]] | None = None,
         show_progress: bool = False,
         desc: str = "Retrieving",
@@ -249,18 +274,47 @@ class RetrievalQualityEvaluator(BaseModel):
 
 
 def gold_span_id(span: LocatedSpan | tuple[str, int, int]) -> str:
-    """Encode a gold span as an ``expected_ids`` entry for ``RetrieverEvaluator``: ``"<doc_id>#<start>-<end>"``."""
-    doc_id, start, end = span
+    """Encode a gold span as an ``expected_ids`` entry for ``RetrieverEvaluator``: ``"<doc_id>#<start>-<end>"``.
+
+    Raises:
+        TypeError: ``span`` is not a ``(doc_id, start, end)`` triple of a string and two ints.
+        ValueError: an empty document id, ``start < 0`` or ``end < start``.
+    """
+    if isinstance(span, (str, bytes)) or not isinstance(span, Sequence) or len(span) != 3:
+        raise TypeError(f"span must be a (doc_id, start, end) triple, got {span!r}")
+    doc_id, start, end = check_located_spans([span], "gold_span_id:")[0]
     return f"{doc_id}#{start}-{end}"
 
 
 def parse_gold_span_id(value: str) -> LocatedSpan:
-    """Inverse of :func:`gold_span_id`; raises ``ValueError`` naming the malformed value."""
+    """Inverse of :func:`gold_span_id`.
+
+    Raises:
+        TypeError: ``value`` is not a string. ValueError: naming ``value`` when it is not of the form
+            ``"<doc_id>#<start>-<end>"`` with ``start <= end`` (a reversed span such as ``"d1#9-2"`` is refused, not
+            scored as an empty one).
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"expected id {value!r} must be a string '<doc_id>#<start>-<end>', got {type(value).__name__}")
     doc_id, sep, rng = value.rpartition("#")
     start, dash, end = rng.partition("-")
     if not sep or not dash or not doc_id or not start.isdigit() or not end.isdigit():
         raise ValueError(f"expected id {value!r} is not a gold span id of the form '<doc_id>#<start>-<end>'")
+    if int(start) > int(end):
+        raise ValueError(f"expected id {value!r} is a reversed gold span id: start {int(start)} > end {int(end)}")
     return LocatedSpan(doc_id, int(start), int(end))
+
+
+def _id_list(ids: Any, what: str) -> list[str]:
+    """``ids`` (a list of ids or None) as a list; ``TypeError`` naming ``what`` for a string or non-string ids."""
+    if ids is None:
+        return []
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise TypeError(f"{what} must be a list of ids, got {type(ids).__name__} {ids!r}")
+    bad = [i for i in ids if not isinstance(i, str)]
+    if bad:
+        raise TypeError(f"{what} must hold string ids, got {bad[0]!r}")
+    return list(ids)
 
 
 class _SpanMetric(BaseRetrievalMetric):
@@ -269,11 +323,32 @@ class _SpanMetric(BaseRetrievalMetric):
     )
     k: int | None = Field(default=None, ge=1, description="Score the top k retrieved ids only (None: all).")
 
+    @field_validator("node_locations", mode="before")
+    @classmethod
+    def _check_locations(cls, locations: Any) -> Any:
+        if isinstance(locations, Mapping):
+            for node_id, span in locations.items():
+                if isinstance(span, (str, bytes)) or not isinstance(span, Sequence) or len(span) != 3:
+                    raise ValueError(f"node_locations[{node_id!r}] must be a (doc_id, start, end) triple, got {span!r}")
+                try:
+                    check_located_spans([span], f"node_locations[{node_id!r}]")
+                except TypeError as exc:  # reported by pydantic as a ValidationError naming the field
+                    raise ValueError(str(exc)) from exc
+        return locations
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, k: Any) -> Any:
+        if isinstance(k, bool):
+            raise ValueError(f"k must be an int or None, got the bool {k!r}")
+        return k
+
     def _spans(
         self, expected_ids: list[str] | None, retrieved_ids: list[str] | None
     ) -> tuple[list[LocatedSpan], list[LocatedSpan]]:
-        gold = [parse_gold_span_id(e) for e in expected_ids or []]
-        ranked = list(retrieved_ids or [])[: self.k] if self.k else list(retrieved_ids or [])
+        gold = [parse_gold_span_id(e) for e in _id_list(expected_ids, "expected_ids")]
+        retrieved = _id_list(retrieved_ids, "retrieved_ids")
+        ranked = retrieved[: self.k] if self.k else retrieved
         unknown = [node_id for node_id in ranked if node_id not in self.node_locations]
         if unknown:
             raise NodeLocationError(

@@ -35,6 +35,12 @@ LlamaIndex's ``RetrieverEvaluator`` raises instead, run-llama/llama_index#13926)
 
 Aggregation (both papers): the mean over the eligible queries of each dataset, then the unweighted mean of the
 dataset means ("overall"), so a large dataset does not outweigh a small one.
+
+Bad input gets one error naming the argument, never a silent value: a span that is not a ``(doc_id, start, end)``
+triple of a non-empty ``str`` and two ints (bools refused) with ``0 <= start <= end`` (``TypeError`` for a wrong type
+or shape, ``ValueError`` for wrong values); a single span or a string where a list of spans is expected; a string
+where a collection of document ids is expected (``"d1"`` would otherwise be read as the ids ``"d"`` and ``"1"``);
+``k`` values that are not positive ints; a mean over values that are not numbers or are NaN/infinite.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -55,6 +61,8 @@ __all__ = [
     "LocatedSpan",
     "QueryScores",
     "aggregate",
+    "check_ks",
+    "check_located_spans",
     "document_retrieval_mismatch",
     "hit_rate",
     "mean_or_none",
@@ -83,18 +91,65 @@ class LocatedSpan(NamedTuple):
         return self.end - self.start
 
 
-def _check(spans: Iterable[LocatedSpan], what: str) -> list[LocatedSpan]:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_located_spans(spans: Iterable[Any], what: str) -> list[LocatedSpan]:
+    """``spans`` as a list of :class:`LocatedSpan` after checking every one; ``what`` names the argument in errors.
+
+    Raises:
+        TypeError: ``spans`` is a single span, a string or not iterable; a span is not a ``(doc_id, start, end)``
+            sequence of three items; its bounds are not ints (bools refused).
+        ValueError: an empty or non-string document id; ``start < 0`` or ``end < start``.
+    """
+    if isinstance(spans, (str, bytes)) or not isinstance(spans, Iterable):
+        raise TypeError(f"{what} must be a list of (doc_id, start, end) spans, got {type(spans).__name__} {spans!r}")
+    if isinstance(spans, tuple) and len(spans) == 3 and isinstance(spans[0], str):
+        raise TypeError(f"{what} must be a list of (doc_id, start, end) spans, got the single span {spans!r}: wrap it "
+                        "in a list")
     out: list[LocatedSpan] = []
-    for span in spans:
+    for i, span in enumerate(spans):
+        if isinstance(span, (str, bytes)) or not isinstance(span, Sequence) or len(span) != 3:
+            raise TypeError(f"{what}[{i}] is {span!r}: each span must be a (doc_id, start, end) triple")
         doc_id, start, end = span
         if not isinstance(doc_id, str) or not doc_id:
             raise ValueError(f"{what} span {tuple(span)!r}: the document id must be a non-empty string")
-        if isinstance(start, bool) or isinstance(end, bool) or not isinstance(start, int) or not isinstance(end, int):
+        if not _is_int(start) or not _is_int(end):
             raise TypeError(f"{what} span {tuple(span)!r}: start and end must be ints")
         if start < 0 or end < start:
             raise ValueError(f"{what} span {tuple(span)!r}: must satisfy 0 <= start <= end")
         out.append(LocatedSpan(doc_id, start, end))
     return out
+
+
+_check = check_located_spans
+
+
+def check_ks(ks: Iterable[int], what: str = "ks") -> list[int]:
+    """The ``k`` values sorted and deduplicated; ``TypeError`` unless an iterable of ints (bools refused),
+    ``ValueError`` when empty or one is below 1."""
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Iterable):
+        raise TypeError(f"{what} must be an iterable of positive ints, got {type(ks).__name__} {ks!r}")
+    values = list(ks)
+    if not all(_is_int(k) for k in values):
+        raise TypeError(f"{what} must be positive ints, got {values!r}")
+    if not values or min(values) < 1:
+        raise ValueError(f"k values must be positive integers; got {sorted(set(values))!r}")
+    return sorted(set(values))
+
+
+def _check_doc_ids(doc_ids: Iterable[str], what: str) -> set[str]:
+    if isinstance(doc_ids, (str, bytes)) or not isinstance(doc_ids, Collection):
+        raise TypeError(
+            f"{what} must be a collection of document ids (e.g. {{'cuad/a.txt'}}), got {type(doc_ids).__name__} "
+            f"{doc_ids!r}"
+        )
+    ids = set(doc_ids)
+    bad = [doc_id for doc_id in ids if not isinstance(doc_id, str)]
+    if bad:
+        raise TypeError(f"{what} must hold document ids as strings, got {bad[0]!r}")
+    return ids
 
 
 def _by_document(spans: Iterable[LocatedSpan]) -> dict[str, list[Span]]:
@@ -137,8 +192,12 @@ def document_retrieval_mismatch(retrieved: Sequence[LocatedSpan], gold_doc_ids: 
 
     Each chunk counts once per rank position (a chunk returned twice counts twice: DRM is a share of retrieval
     slots, not of characters). Returns ``None`` when no non-empty chunk was retrieved (undefined).
+
+    Raises:
+        TypeError: ``gold_doc_ids`` is a string or not a collection of strings (``"d1"`` is not ``{"d1"}``); a
+            malformed span (see :func:`check_located_spans`).
     """
-    golds = set(gold_doc_ids)
+    golds = _check_doc_ids(gold_doc_ids, "gold_doc_ids")
     chunks = [span for span in _check(retrieved, "retrieved") if span.end > span.start]
     if not chunks:
         return None
@@ -194,11 +253,10 @@ def score_query(
     """All metrics of one query at every ``k`` in ``ks``, over the ranked ``retrieved`` chunks (best first).
 
     ``retrieved[:k]`` is the top ``k`` (fewer when fewer were retrieved). Returns ``None`` when the query is
-    ineligible (no non-empty gold span). Raises ``ValueError`` for ``k < 1`` or a malformed span.
+    ineligible (no non-empty gold span). Raises ``ValueError`` for ``k < 1``, ``TypeError`` for a ``k`` that is not
+    an int, ``TypeError``/``ValueError`` for a malformed span (see :func:`check_located_spans`).
     """
-    ks = sorted(set(ks))
-    if not ks or ks[0] < 1:
-        raise ValueError(f"k values must be positive integers; got {ks!r}")
+    ks = check_ks(ks)
     retrieved = _check(retrieved, "retrieved")
     gold = [span for span in _check(gold, "gold") if span.end > span.start]
     if not gold:
@@ -222,8 +280,20 @@ def score_query(
 
 
 def mean_or_none(values: Iterable[float | None], what: str = "metric") -> float | None:
-    """Mean of the values that are not ``None``; ``None`` plus a ``UserWarning`` when there are none."""
+    """Mean of the values that are not ``None``; ``None`` plus a ``UserWarning`` when there are none.
+
+    Raises:
+        TypeError: ``values`` is a string or not iterable, or holds something that is not a number or ``None``
+            (bools refused). ValueError: a NaN or infinite value (a mean over it would be NaN or infinite).
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"values for {what} must be an iterable of numbers or None, got {type(values).__name__}")
     kept = [v for v in values if v is not None]
+    for v in kept:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"values for {what} must be numbers or None, got {v!r}")
+        if not math.isfinite(v):
+            raise ValueError(f"values for {what} must be finite, got {v!r}")
     if not kept:
         warnings.warn(
             f"no eligible value to average for {what}: the mean is None", UserWarning, stacklevel=caller_stacklevel()
@@ -252,17 +322,35 @@ def aggregate(
     each metric's mean (``None`` when no value), ``"n_queries"`` (eligible), ``"ineligible"`` and
     ``"drm_undefined"`` (eligible queries whose DRM is ``None``); the overall summary holds the unweighted mean of
     the dataset means (datasets with a ``None`` mean left out), ``"n_datasets"`` and the summed counts.
+
+    Raises:
+        TypeError: ``records`` is not an iterable of mappings, ``ks`` not positive ints, ``metrics`` a string; a
+            metric value that is not a number or ``None``. ValueError: an unknown metric name, a record without
+            ``"dataset"``, a NaN value. KeyError: a record without scores for one of ``ks``.
     """
-    ks = sorted(set(ks))
+    ks = check_ks(ks)
+    if isinstance(metrics, (str, bytes)):
+        raise TypeError(f"metrics must be a list of metric names, got the string {metrics!r}")
+    unknown = [m for m in metrics if m not in METRIC_NAMES]
+    if unknown:
+        raise ValueError(f"unknown metric name(s) {unknown}; known: {list(METRIC_NAMES)}")
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+        raise TypeError(f"records must be an iterable of mappings, got {type(records).__name__}")
     per_dataset: dict[str, dict[int, _Bucket]] = {}
     ineligible: dict[str, int] = defaultdict(int)
-    for record in records:
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping):
+            raise TypeError(f"records[{i}] must be a mapping with 'dataset' and 'scores', got {type(record).__name__}")
+        if "dataset" not in record:
+            raise ValueError(f"records[{i}] has no 'dataset' key (keys: {sorted(map(str, record))})")
         dataset = str(record["dataset"])
         buckets = per_dataset.setdefault(dataset, {k: _Bucket() for k in ks})
         scores = record.get("scores")
         if scores is None:
             ineligible[dataset] += 1
             continue
+        if not isinstance(scores, Mapping):
+            raise TypeError(f"records[{i}]['scores'] must be None or a mapping k -> scores, not {type(scores)}")
         for k in ks:
             entry = scores.get(k, scores.get(str(k)))
             if entry is None:

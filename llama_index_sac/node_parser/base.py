@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, field_serializer
+from llama_index.core.bridge.pydantic import Field, ValidationInfo, field_serializer, field_validator
 from llama_index.core.node_parser.interface import NodeParser
 from llama_index.core.schema import (
     BaseNode,
@@ -33,9 +33,10 @@ from llama_index.core.schema import (
 )
 from llama_index.core.utils import get_tqdm_iterable
 
+from llama_index_sac.node_parser._inputs import check_input_types, numeric_annotation, unique_inputs
 from llama_index_sac.spans import Span
 
-__all__ = ["SpanNodeParser", "callable_identity"]
+__all__ = ["SpanNodeParser", "callable_identity", "unique_inputs"]
 
 
 def callable_identity(fn: Callable[..., Any] | None) -> str | None:
@@ -111,6 +112,12 @@ class SpanNodeParser(NodeParser):
     SAC paper's setting (500 characters of content; the document summary and metadata come on top). With
     ``count_metadata=True`` the rendered metadata (the longer of the EMBED and LLM renderings; keys excluded from a
     mode cost nothing in it) is reserved from the limit, as LlamaIndex's ``SentenceSplitter`` does.
+
+    Input checks, before any work (:func:`unique_inputs`): the inputs must be a list of LlamaIndex nodes
+    (``TypeError``); two different inputs with one id are refused and an identical repeat is parsed once
+    (``ValueError`` naming the id); text with a surrogate code point is refused (``ValueError`` naming the input and
+    the offset). Options: every int/float option of every parser refuses ``True``/``False`` (pydantic reads them
+    as 1/0).
     """
 
     id_func: Callable[[int, BaseNode], str] | None = Field(  # type: ignore[assignment]
@@ -127,6 +134,16 @@ class SpanNodeParser(NodeParser):
     @field_serializer("id_func")
     def _serialize_id_func(self, fn: Callable[..., Any] | None) -> str | None:
         return callable_identity(fn)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _refuse_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every int/float option of every parser refuses ``True``/``False`` (pydantic would read ``True`` as 1)."""
+        if isinstance(value, bool) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and numeric_annotation(field.annotation):
+                raise ValueError(f"{info.field_name} must be a number, got the bool {value!r}")
+        return value
 
     # -- what subclasses implement ---------------------------------------------------------------------------
     @abstractmethod
@@ -253,10 +270,14 @@ class SpanNodeParser(NodeParser):
             nodes.append(_new_model(TextNode, fields, fields_set))
         return nodes
 
-    def _prepare(self, nodes: Sequence[BaseNode]) -> tuple[list[str], list[int]]:
-        texts = [node.get_content(metadata_mode=MetadataMode.NONE) for node in nodes]
-        reserves = [self._metadata_reserve(node) if text.strip() else 0 for node, text in zip(nodes, texts)]
-        return texts, reserves
+    def _prepare(self, nodes: Sequence[BaseNode]) -> tuple[list[BaseNode], list[str], list[int]]:
+        """The distinct inputs (:func:`unique_inputs`, which raises before any work), their texts and metadata
+        reserves."""
+        unique, texts = unique_inputs(nodes)
+        reserves = [
+            self._metadata_reserve(node) if text and not text.isspace() else 0 for node, text in zip(unique, texts)
+        ]
+        return unique, texts, reserves
 
     def _assemble(self, nodes: Sequence[BaseNode], all_spans: list[list[Span]]) -> list[BaseNode]:
         settings_hash = self._settings_hash()
@@ -272,14 +293,30 @@ class SpanNodeParser(NodeParser):
         model's input limit). The base checks nothing."""
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
-        texts, reserves = self._prepare(nodes)
-        return self._assemble(nodes, self._chunk_indices_many(texts, reserves, show_progress))
+        unique, texts, reserves = self._prepare(nodes)
+        return self._assemble(unique, self._chunk_indices_many(texts, reserves, show_progress))
 
     async def _aparse_nodes(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> list[BaseNode]:
-        texts, reserves = self._prepare(nodes)
-        return self._assemble(nodes, await self._achunk_indices_many(texts, reserves, show_progress))
+        unique, texts, reserves = self._prepare(nodes)
+        return self._assemble(unique, await self._achunk_indices_many(texts, reserves, show_progress))
+
+    def get_nodes_from_documents(
+        self, documents: Sequence[Document], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        """Parse documents (or chunks, see the module docstring) into nodes. Raises ``TypeError`` for an input that
+        is not a list of LlamaIndex nodes and ``ValueError`` for a repeated id or a surrogate (see
+        :func:`unique_inputs`), before any work."""
+        check_input_types(documents)  # LlamaIndex reads doc.id_ before _parse_nodes
+        return super().get_nodes_from_documents(documents, show_progress=show_progress, **kwargs)
+
+    async def aget_nodes_from_documents(
+        self, documents: Sequence[Document], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        """Async :meth:`get_nodes_from_documents` (the same checks)."""
+        check_input_types(documents)
+        return await super().aget_nodes_from_documents(documents, show_progress=show_progress, **kwargs)
 
     def _postprocess_parsed_nodes(
         self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]

@@ -217,11 +217,11 @@ class HybridNodeParser(SpanNodeParser):
         return out
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
-        texts, reserves = self._prepare(nodes)
-        return self._annotated(nodes, texts, reserves, self._sections(texts, show_progress))
+        unique, texts, reserves = self._prepare(nodes)
+        return self._annotated(unique, texts, reserves, self._sections(texts, show_progress))
 
     async def _aparse_nodes(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> list[BaseNode]:
-        texts, reserves = self._prepare(nodes)
-        return self._annotated(nodes, texts, reserves, await self._asections(texts, show_progress))
+        unique, texts, reserves = self._prepare(nodes)
+        return self._annotated(unique, texts, reserves, await self._asections(texts, show_progress))

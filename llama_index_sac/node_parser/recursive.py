@@ -29,13 +29,12 @@ Choices this module makes (and its tests pin):
 from __future__ import annotations
 
 import re
-import unicodedata
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
 
+from llama_index_sac.node_parser._splitter import Splitter, absorb_whitespace, regex_literal_char
 from llama_index_sac.node_parser.base import SpanNodeParser, callable_identity
 from llama_index_sac.spans import Span
 
@@ -69,238 +68,21 @@ LEGAL_SEPARATORS: list[str] = [
     "",
 ]
 
-_JOINERS = {"\u200d", "\u034f"}
+#: The heading separators above as the splitter runs them. ``\n(?=H)`` has the same match ENDS as ``\n+(?=H)``: the
+#: heading pattern ``H`` never matches at a newline, so only the last newline of a run can precede it, and only match
+#: ends are used. ``\n+(?=H)`` retried the whole rest of a run of newlines at every newline of it (quadratic in the
+#: run: 8,000 blank lines took 4.5 s); ``\n(?=H)`` looks at each newline once. The published strings stay as they
+#: are (they are in the parser's settings, hence in node ids and cache keys).
+_LINEAR_FORMS: dict[str, str] = {sep: "\\n" + sep[3:] for sep in LEGAL_SEPARATORS if sep.startswith("\\n+(?=")}
 
 
-def _is_grapheme_boundary(text: str, i: int) -> bool:
-    """True when cutting between ``text[i-1]`` and ``text[i]`` does not break a user-perceived character."""
-    if i <= 0 or i >= len(text):
-        return True
-    prev, cur = text[i - 1], text[i]
-    if prev == "\r" and cur == "\n":
-        return False
-    if "\ud800" <= prev <= "\udbff" and "\udc00" <= cur <= "\udfff":
-        return False
-    if prev in _JOINERS or cur in _JOINERS:
-        return False
-    code = ord(cur)
-    if 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x1F3FB <= code <= 0x1F3FF:
-        return False
-    return unicodedata.category(cur) not in ("Mn", "Me", "Mc")
-
-
-class _Splitter:
-    """One run of the recursive algorithm over one text (holds the text and settings, emits spans in order)."""
-
-    def __init__(
-        self,
-        text: str,
-        separators: Sequence[str],
-        patterns: Sequence[re.Pattern[str] | None],
-        chunk_size: int,
-        chunk_overlap: int,
-        length_function: Callable[[str], int] | None,
-    ) -> None:
-        self.text = text
-        self.separators = separators
-        self.patterns = patterns
-        self.size = chunk_size
-        self.overlap = chunk_overlap
-        self.length = length_function
-        self.out: list[Span] = []
-
-    # -- measuring -------------------------------------------------------------------------------------------
-    def fits(self, a: int, b: int) -> bool:
-        if self.length is None:
-            return b - a <= self.size
-        return self.length(self.text[a:b]) <= self.size
-
-    def within_overlap(self, a: int, b: int) -> bool:
-        if self.length is None:
-            return b - a <= self.overlap
-        return self.length(self.text[a:b]) <= self.overlap
-
-    # -- piece boundaries of one level -------------------------------------------------------------------------
-    def boundaries(self, level: int, s: int, e: int) -> list[int] | None:
-        """Sorted piece ends in ``(s, e]`` for ``level``; ``None`` when the fast character path applies."""
-        sep, pattern = self.separators[level], self.patterns[level]
-        if pattern is not None:
-            matches = pattern.finditer(self.text, s, min(e + 256, len(self.text)))  # look-ahead may see past e
-            ends = sorted({m.end() for m in matches if s < m.end() < e})
-        elif sep == "":
-            ends = [i for i in range(s + 1, e) if _is_grapheme_boundary(self.text, i)]
-        elif self.length is None:
-            return None
-        else:
-            ends, pos, width = [], self.text.find(sep, s, e), len(sep)
-            while pos != -1:
-                if pos + width < e:
-                    ends.append(pos + width)
-                pos = self.text.find(sep, pos + 1, e)  # overlapping occurrences, as rfind sees them
-        ends.append(e)
-        return ends
-
-    def occurs(self, level: int, s: int, e: int) -> bool:
-        sep, pattern = self.separators[level], self.patterns[level]
-        if pattern is not None:
-            return any(s < m.end() < e for m in pattern.finditer(self.text, s, min(e + 256, len(self.text))))
-        if sep == "":
-            return True
-        pos = self.text.find(sep, s, e)
-        return pos != -1 and pos + len(sep) < e
-
-    # -- the recursion ---------------------------------------------------------------------------------------
-    def split(self, s: int, e: int, level: int) -> None:
-        if self.fits(s, e):
-            self.out.append((s, e))
-            return
-        while level < len(self.separators) - 1 and not self.occurs(level, s, e):
-            level += 1
-        if not self.occurs(level, s, e):  # only possible when the last separator is not "": cut by characters
-            self.hard_cut(s, e)
-            return
-        ends = self.boundaries(level, s, e)
-        sep = self.separators[level]
-        p = s
-        while p < e:
-            if self.fits(p, e):
-                self.out.append((p, e))
-                return
-            b = self.furthest(ends, sep, s, p, e)
-            if b is None:  # the piece starting at p is longer than chunk_size: split it with finer separators
-                piece_end = self.next_end(ends, sep, s, p, e)
-                if level + 1 < len(self.separators):
-                    self.split(p, piece_end, level + 1)
-                else:
-                    self.hard_cut(p, piece_end)
-                p = piece_end
-                continue
-            self.out.append((p, b))
-            if b >= e:
-                return
-            p = self.overlap_start(level, ends, s, p, b, e) if self.overlap else b
-
-    # The fast path (``ends is None``) searches the text directly; its piece ends are those of the generic path:
-    # the ends of every occurrence of ``sep`` (overlapping ones included) that starts at or after the segment start
-    # ``s``, plus ``e``. So ``length_function=len`` and the fast path cut identically (a test pins it).
-    def furthest(self, ends: list[int] | None, sep: str, s: int, p: int, e: int) -> int | None:
-        """Furthest piece end ``b`` in ``(p, e]`` with ``text[p:b]`` within size, or ``None``."""
-        if ends is None:  # character length, plain separator: one rfind over the window
-            limit = min(p + self.size, e)
-            pos = self.text.rfind(sep, max(s, p - len(sep) + 1), limit)
-            return None if pos == -1 else pos + len(sep)
-        lo = bisect_right(ends, p)
-        if lo == len(ends) or not self.fits(p, ends[lo]):
-            return None
-        if self.length is None:
-            return ends[bisect_right(ends, p + self.size) - 1]
-        lo = _last_true(lo, len(ends) - 1, lambda i: self.fits(p, ends[i]))
-        return ends[lo]
-
-    def next_end(self, ends: list[int] | None, sep: str, s: int, p: int, e: int) -> int:
-        """Smallest piece end after ``p`` (``e`` if none)."""
-        if ends is None:
-            pos = self.text.find(sep, max(s, p - len(sep) + 1), e)
-            return e if pos == -1 or pos + len(sep) >= e else pos + len(sep)
-        return ends[bisect_right(ends, p)]
-
-    def boundaries_between(self, ends: list[int] | None, sep: str, s: int, lo: int, hi: int) -> list[int]:
-        """Piece ends ``q`` with ``lo <= q < hi`` in increasing order."""
-        if ends is not None:
-            return ends[bisect_left(ends, lo) : bisect_left(ends, hi)]
-        found, width = [], len(sep)
-        pos = self.text.find(sep, max(lo - width, s), hi)
-        while pos != -1 and pos + width < hi:
-            if pos + width >= lo:
-                found.append(pos + width)
-            pos = self.text.find(sep, pos + 1, hi)
-        return found
-
-    def overlap_start(self, level: int, ends: list[int] | None, s: int, p: int, b: int, e: int) -> int:
-        """Start of the chunk after ``[p, b)``: the earliest boundary ``q`` in ``(p, b)`` with ``text[q:b]`` within
-        ``chunk_overlap`` and the next piece of this level still fitting after it; ``b`` (no overlap) if none.
-
-        Boundaries of this level are preferred (whole pieces); when none qualifies (say, every sentence is longer
-        than the overlap), the finer levels are tried in order (words, then characters). An overlap of whitespace
-        only is never used."""
-        sep = self.separators[level]
-        nb = self.next_end(ends, sep, s, b, e)
-        lo = max(p + 1, b - self.overlap) if self.length is None else p + 1
-        for lvl in range(level, len(self.separators)):
-            # this level's pieces of the segment, else a finer level's pieces inside the previous chunk [p, b)
-            seg, cands = (s, ends) if lvl == level else (p, self.boundaries(lvl, p, b + 1))
-            for q in self.boundaries_between(cands, self.separators[lvl], seg, lo, b):
-                if self.within_overlap(q, b) and self.fits(q, nb) and not self.text[q:b].isspace():
-                    return q
-        return b
-
-    def hard_cut(self, s: int, e: int) -> None:
-        """Character-level chunks of ``[s, e)`` at grapheme boundaries where possible."""
-        p = s
-        while p < e:
-            if self.fits(p, e):
-                self.out.append((p, e))
-                return
-            b = self.furthest_char(p, e)
-            self.out.append((p, b))
-            if not self.overlap:
-                p = b
-                continue
-            q = b
-            for cand in range(max(p + 1, b - self.overlap) if self.length is None else p + 1, b):
-                if _is_grapheme_boundary(self.text, cand) and self.within_overlap(cand, b):
-                    q = cand
-                    break
-            p = q
-
-    def furthest_char(self, p: int, e: int) -> int:
-        if self.length is None:
-            b = min(p + self.size, e)
-        else:
-            b = _last_true(p + 1, e, lambda c: self.fits(p, c))  # p + 1: one character always goes
-        cut = b
-        while cut > p + 1 and not _is_grapheme_boundary(self.text, cut):
-            cut -= 1
-        return cut if _is_grapheme_boundary(self.text, cut) else b
-
-
-def _last_true(lo: int, hi: int, pred: Callable[[int], bool]) -> int:
-    """Largest ``i`` in ``[lo, hi]`` with ``pred(i)``, given ``pred(lo)`` and ``pred`` true then false.
-
-    Gallops from ``lo`` before bisecting, so the probes stay near ``lo`` (a length function is then never run on
-    a slice much longer than the answer)."""
-    step = 1
-    while lo + step <= hi and pred(lo + step):
-        lo += step
-        step *= 2
-    hi = min(hi, lo + step - 1)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if pred(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _absorb_whitespace(text: str, spans: list[Span], fits: Callable[[int, int], bool]) -> list[Span]:
-    """Remove whitespace-only spans: join each to its neighbour when the size allows, else leave it out."""
-    result: list[Span] = []
-    pending: Span | None = None  # leading whitespace waiting for the next real chunk
-    for start, end in spans:
-        if text[start:end].strip():
-            if pending is not None and pending[1] == start and fits(pending[0], end):
-                start = pending[0]
-            pending = None
-            result.append((start, end))
-            continue
-        if result and result[-1][1] == start and fits(result[-1][0], end):
-            result[-1] = (result[-1][0], end)
-        elif pending is not None and pending[1] == start:
-            pending = (pending[0], end)
-        else:
-            pending = (start, end)
-    return result
+def _compile_separator(sep: str) -> re.Pattern[str]:
+    """The compiled regex separator (its linear form when it has one); ``ValueError`` for an invalid regex."""
+    try:
+        re.compile(sep)
+        return re.compile(_LINEAR_FORMS.get(sep, sep))
+    except re.error as exc:
+        raise ValueError(f"invalid separator regex {sep!r}: {exc}") from exc
 
 
 def recursive_chunk_spans(
@@ -322,7 +104,9 @@ def recursive_chunk_spans(
             level (without it, a piece with no separator is still cut by characters).
         is_separator_regex: treat separators as regular expressions (matched text ends the previous piece).
         length_function: ``None`` for characters (fast path), else a callable measuring a string, e.g. a
-            tokenizer's token count.
+            tokenizer's token count. The greedy merge assumes it does not decrease as a slice grows (true of
+            characters and token counts); with one that does, chunks still respect ``chunk_size`` but may end
+            before the furthest boundary that fits.
 
     Returns:
         Spans in document order with strictly increasing starts and ends; ``text[start:end]`` is never empty or
@@ -330,32 +114,48 @@ def recursive_chunk_spans(
         character always counts as fitting, so a tokenizer that gives one character more than ``chunk_size``
         tokens cannot make the split fail).
 
+    Cost: linear in ``len(text)`` for character length and the built-in separators (:data:`DEFAULT_SEPARATORS`,
+    :data:`LEGAL_SEPARATORS`), adversarial text included (long runs of blank lines, spaces or separators, one
+    giant word); memory beyond the text is about the size of the spans. A custom regex separator is run as given:
+    one that backtracks (such as ``\\n+(?=X)``, which retries a run of newlines at every newline) is as slow as
+    Python's ``re`` makes it.
+
     Raises:
+        TypeError: ``text`` not a ``str``; ``chunk_size``/``chunk_overlap`` not ints (bools refused);
+            ``separators`` a single string or holding a non-string.
         ValueError: for a non-positive ``chunk_size``, ``chunk_overlap`` outside ``[0, chunk_size)``, an empty
             separator list, or an invalid regular expression.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    for name, value in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if chunk_size <= 0:
         raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
     if chunk_overlap < 0 or chunk_overlap >= chunk_size:
         raise ValueError(
             f"chunk_overlap must satisfy 0 <= chunk_overlap < chunk_size ({chunk_size}), got {chunk_overlap}"
         )
+    if isinstance(separators, str) or not all(isinstance(sep, str) for sep in separators):
+        raise TypeError(f"separators must be a list of strings, got {separators!r}")
     if not separators:
         raise ValueError("separators must not be empty")
+    seps: list[str] = []
     patterns: list[re.Pattern[str] | None] = []
     for sep in separators:
-        if is_separator_regex and sep != "":
-            try:
-                patterns.append(re.compile(sep))
-            except re.error as exc:
-                raise ValueError(f"invalid separator regex {sep!r}: {exc}") from exc
-        else:
+        literal = regex_literal_char(sep) if is_separator_regex and sep != "" else None
+        if is_separator_regex and sep != "" and literal is None:
+            patterns.append(_compile_separator(sep))
+            seps.append(sep)
+        else:  # plain text, "", or a regex of one literal character: searched with str.find
             patterns.append(None)
-    if not text.strip():
+            seps.append(sep if literal is None else literal)
+    if not text or text.isspace():
         return []
-    splitter = _Splitter(text, separators, patterns, chunk_size, chunk_overlap, length_function)
+    splitter = Splitter(text, seps, patterns, chunk_size, chunk_overlap, length_function)
     splitter.split(0, len(text), 0)
-    return _absorb_whitespace(text, splitter.out, splitter.fits)
+    return absorb_whitespace(text, splitter.out, splitter.fits)
 
 
 class RecursiveCharacterNodeParser(SpanNodeParser):
@@ -369,7 +169,8 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
     Guarantees, for every document: ``node.text == document.text[node.start_char_idx:node.end_char_idx]``; no chunk
     longer than ``chunk_size`` by ``length_function``; no empty or whitespace-only chunk; starts and ends strictly
     increase; a document that fits gives exactly one node; an empty or blank document gives none; consecutive
-    chunks share at most ``chunk_overlap``.
+    chunks share at most ``chunk_overlap``. Time and memory are linear in the document, adversarial text included
+    (runs of blank lines, spaces or separators, one giant word; ``bench/bench_linear.py``).
 
     Example::
 
@@ -407,10 +208,7 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
             )
         if self.is_separator_regex:
             for sep in self.separators:
-                try:
-                    re.compile(sep)
-                except re.error as exc:
-                    raise ValueError(f"invalid separator regex {sep!r}: {exc}") from exc
+                _compile_separator(sep)
         return self
 
     @classmethod

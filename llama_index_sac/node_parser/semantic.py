@@ -64,6 +64,12 @@ it within ``max_chunk_size`` (P-COVER still holds: only whitespace is ever left 
 longer than ``max_chunk_size``; case 08's ``"\n\n\nSECTION 1. ..."`` with a limit of 30 is such a case); the same
 texts and settings give the same chunks. 0 sentences (``""``, blank) -> ``[]``; 1 sentence -> ``[text]`` when it fits;
 2 sentences -> 1 or 2 chunks.
+
+Cost: linear in the text apart from the embedding calls (sentence splitting, see :mod:`llama_index_sac.sentences`;
+steps 3 to 6 are ``O(k log k)`` in the ``k`` units, ``llama_index_sac.node_parser._semantic_steps``), adversarial text
+included (``bench/bench_linear.py``). Memory is per unit: about six float64 vectors of the embedding dimension for
+each sentence of the document being parsed (with 384 dimensions, about 260 bytes per character of 72-character
+sentences), plus one vector per distinct sentence of the call.
 """
 
 from __future__ import annotations
@@ -78,6 +84,13 @@ from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_sac.embeddings import OverflowPolicy, check_embed_limit, default_embedding_model, embedding_identity
+from llama_index_sac.node_parser._semantic_steps import (
+    DocumentGeometry,
+    breakpoints,
+    cap_group,
+    close_gaps,
+    merge_small,
+)
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.recursive import recursive_chunk_spans
 from llama_index_sac.sentences import SentenceBackend, sentence_spans
@@ -96,164 +109,8 @@ DEFAULT_BREAKPOINT_AMOUNTS: dict[str, float] = {
     "gradient": 95.0,
 }
 
-_EPS = 1e-9
-
 #: The embedding requests of a parse: yields a batch of texts, receives their vectors, returns the spans.
 _Plan = Generator[list[str], Sequence[Sequence[float]], list[list[Span]]]
-
-
-def _normalize_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-
-
-def _cos(a: np.ndarray, b: np.ndarray) -> float:
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    if na == 0.0 or nb == 0.0:
-        return 0.0
-    return float(np.dot(a, b) / (na * nb))
-
-
-class _DocumentGeometry:
-    """The units of one document with their vectors: windows, distances, chunk centroids."""
-
-    def __init__(self, units: list[Span], vectors: np.ndarray, weights: np.ndarray, buffer_size: int) -> None:
-        self.units = units
-        n = len(units)
-        weighted = _normalize_rows(vectors) * weights[:, None]
-        self.prefix = np.vstack([np.zeros((1, vectors.shape[1])), np.cumsum(weighted, axis=0)])
-        lo = np.clip(np.arange(n) - buffer_size, 0, n)
-        hi = np.clip(np.arange(n) + buffer_size + 1, 0, n)
-        self.windows = _normalize_rows(self.prefix[hi] - self.prefix[lo])
-        # forward windows (unit i and the buffer_size units after it): what the running-chunk method compares
-        self.forward = _normalize_rows(self.prefix[hi] - self.prefix[np.arange(n)])
-        self.weighted = weighted
-        if n > 1:
-            self.distances = 1.0 - np.einsum("ij,ij->i", self.windows[:-1], self.windows[1:])
-        else:
-            self.distances = np.zeros(0)
-
-    def centroid(self, lo: int, hi: int) -> np.ndarray:
-        """Length-weighted sum of the unit vectors ``lo..hi`` (inclusive)."""
-        return self.prefix[hi + 1] - self.prefix[lo]  # type: ignore[no-any-return]
-
-    def span(self, lo: int, hi: int) -> Span:
-        return (self.units[lo][0], self.units[hi][1])
-
-    def length(self, lo: int, hi: int) -> int:
-        return self.units[hi][1] - self.units[lo][0]
-
-
-def _breakpoints(geo: _DocumentGeometry, method: str, amount: float, number_of_chunks: int | None = None) -> list[int]:
-    """Indices ``k`` such that a chunk ends after unit ``k``."""
-    d = geo.distances
-    if d.size == 0:
-        return []
-    if number_of_chunks is not None:
-        scores = d if method != "gradient" else np.diff(d, prepend=d[0])
-        # the number_of_chunks - 1 largest scores that are real shifts (> 0); ties go to the earlier cut
-        shifts = [k for k in range(scores.size) if scores[k] > _EPS]
-        order = sorted(shifts, key=lambda k: (-round(float(scores[k]), 9), k))
-        return sorted(int(k) for k in order[: number_of_chunks - 1])
-    if method == "threshold":
-        cuts: list[int] = []
-        centroid = geo.weighted[0].copy()
-        for k in range(d.size):
-            if _cos(geo.forward[k + 1], centroid) < amount - _EPS:
-                cuts.append(k)
-                centroid = geo.weighted[k + 1].copy()
-            else:
-                centroid += geo.weighted[k + 1]
-        return cuts
-    scores = d
-    if method == "percentile":
-        threshold = float(np.percentile(d, amount))
-    elif method == "standard_deviation":
-        threshold = float(np.mean(d) + amount * np.std(d))
-    elif method == "interquartile":
-        q25, q75 = np.percentile(d, [25, 75])
-        threshold = float(np.mean(d) + amount * (q75 - q25))
-    elif method == "gradient":
-        if d.size < 2:
-            return []
-        scores = np.diff(d, prepend=d[0])  # the rise of the distance INTO cut k (see the module docstring)
-        threshold = float(np.percentile(scores, amount))
-    else:  # pragma: no cover - the field validator refuses other names
-        raise ValueError(f"unknown breakpoint method {method!r}")
-    return [int(k) for k in np.nonzero(scores > threshold + _EPS)[0]]
-
-
-def _cap_group(geo: _DocumentGeometry, lo: int, hi: int, limit: int | None) -> list[tuple[int, int]]:
-    """Cut the group of units ``lo..hi`` into chunks within ``limit`` characters at the weakest links."""
-    if limit is None or geo.length(lo, hi) <= limit:
-        return [(lo, hi)]
-    out: list[tuple[int, int]] = []
-    p = lo
-    while p <= hi:
-        if geo.length(p, hi) <= limit:
-            out.append((p, hi))
-            break
-        q = p  # every unit fits on its own (step 1), so the chunk p..p always does
-        while q + 1 <= hi and geo.length(p, q + 1) <= limit:
-            q += 1
-        candidates = [k for k in range(p, q + 1) if 2 * geo.length(p, k) >= limit] or [q]
-        # rounded: floating-point noise must not beat a real tie (identical sentences), which goes to the longer chunk
-        best = max(candidates, key=lambda k: (round(float(geo.distances[k]), 9), k))
-        out.append((p, best))
-        p = best + 1
-    return out
-
-
-def _merge_small(
-    geo: _DocumentGeometry, chunks: list[tuple[int, int]], min_size: int, limit: int | None
-) -> list[tuple[int, int]]:
-    """Merge chunks shorter than ``min_size`` into their more similar neighbour, smallest first."""
-    if min_size <= 0 or len(chunks) < 2:
-        return chunks
-    chunks = list(chunks)
-
-    def fits(a: tuple[int, int], b: tuple[int, int]) -> bool:
-        return limit is None or geo.length(min(a[0], b[0]), max(a[1], b[1])) <= limit
-
-    while len(chunks) > 1:
-        order = sorted(range(len(chunks)), key=lambda i: (geo.length(*chunks[i]), i))
-        merged = False
-        for i in order:
-            if geo.length(*chunks[i]) >= min_size:
-                break
-            options = [j for j in (i - 1, i + 1) if 0 <= j < len(chunks) and fits(chunks[i], chunks[j])]
-            if not options:
-                continue
-            own = geo.centroid(*chunks[i])
-            # most similar neighbour; on a tie the previous one (a fragment usually ends what came before)
-            j = max(options, key=lambda j: (round(_cos(own, geo.centroid(*chunks[j])), 9), -j))
-            a, b = min(i, j), max(i, j)
-            chunks[a : b + 1] = [(chunks[a][0], chunks[b][1])]
-            merged = True
-            break
-        if not merged:
-            break
-    return chunks
-
-
-def _close_gaps(text_length: int, spans: list[Span], limit: int | None) -> list[Span]:
-    """Give each whitespace gap the recursive fallback left (before, between or after the chunks) to the chunk
-    before it, else to the chunk after it, when that keeps the size limit; a gap that fits nowhere stays out."""
-    out = list(spans)
-
-    def fits(start: int, end: int) -> bool:
-        return limit is None or end - start <= limit
-
-    for i in range(len(out) + 1):
-        gap_start = out[i - 1][1] if i > 0 else 0
-        gap_end = out[i][0] if i < len(out) else text_length
-        if gap_end <= gap_start:
-            continue
-        if i > 0 and fits(out[i - 1][0], gap_end):
-            out[i - 1] = (out[i - 1][0], gap_end)
-        elif i < len(out) and fits(gap_start, out[i][1]):
-            out[i] = (gap_start, out[i][1])
-    return out
 
 
 class SemanticNodeParser(SpanNodeParser):
@@ -432,7 +289,7 @@ class SemanticNodeParser(SpanNodeParser):
     # -- the algorithm -----------------------------------------------------------------------------------------
     def _units(self, text: str, limit: int | None) -> list[Span]:
         """Step 1: sentences, with those longer than ``limit`` cut recursively."""
-        if not text.strip():
+        if not text or text.isspace():  # (not text.strip(): no copy of a long text)
             return []
         units: list[Span] = []
         for start, end in sentence_spans(text, self.sentence_backend):
@@ -450,16 +307,16 @@ class SemanticNodeParser(SpanNodeParser):
         if not units:
             return []
         if len(units) == 1:
-            return _close_gaps(len(text), [units[0]], limit)
+            return close_gaps(len(text), [units[0]], limit)
         weights = np.array([max(end - start, 1) for start, end in units], dtype=float)
-        geo = _DocumentGeometry(units, vectors, weights, self.buffer_size)
-        cuts = _breakpoints(geo, self.breakpoint_method, self.threshold_amount, self.number_of_chunks)
+        geo = DocumentGeometry(units, vectors, weights, self.buffer_size)
+        cuts = breakpoints(geo, self.breakpoint_method, self.threshold_amount, self.number_of_chunks)
         bounds = [-1, *cuts, len(units) - 1]
         chunks: list[tuple[int, int]] = []
         for a, b in zip(bounds, bounds[1:]):
-            chunks.extend(_cap_group(geo, a + 1, b, limit))
-        chunks = _merge_small(geo, chunks, self.min_chunk_size, limit)
-        return _close_gaps(len(text), [geo.span(lo, hi) for lo, hi in chunks], limit)
+            chunks.extend(cap_group(geo, a + 1, b, limit))
+        chunks = merge_small(geo, chunks, self.min_chunk_size, limit)
+        return close_gaps(len(text), [geo.span(lo, hi) for lo, hi in chunks], limit)
 
     def _plan(self, texts: list[str], reserves: list[int], show_progress: bool) -> _Plan:
         """The whole parse as a generator of embedding requests, shared by the sync and async drivers.
