@@ -599,7 +599,7 @@ def test_embedding_limit_raise_ignore_and_unknown_tokenizer() -> None:
 
 
 def test_embedding_limit_looks_through_the_runner_cache_and_stays_out_of_ids(tmp_path: Path) -> None:
-    from llama_index_sac.evaluation.cache import CachedEmbedding, EmbeddingCache
+    from llama_index_sac.harness.cache import CachedEmbedding, EmbeddingCache
 
     cache = EmbeddingCache(tmp_path)
     wrapped = CachedEmbedding(TokenLimitedEmbedding(), cache, {"m": "t"})
