@@ -9,10 +9,16 @@ from llama_index_sac.augmentation import SummaryAugmentationTransformation
 from llama_index_sac.embeddings import EmbedLimitWarning, default_embedding_model
 from llama_index_sac.evaluation import (
     DRMMetric,
+    EvaluationResult,
     LocatedSpan,
+    NodeLocationError,
+    QueryRecord,
     RetrievalQualityEvaluator,
     SpanPrecisionMetric,
     SpanRecallMetric,
+    gold_span,
+    gold_span_id,
+    node_locations,
 )
 from llama_index_sac.ingestion import (
     SACIngestionPipeline,
@@ -91,6 +97,12 @@ __all__ = [
     "__version__",
     "default_embedding_model",
     "DRMMetric",
+    "EvaluationResult",
+    "NodeLocationError",
+    "QueryRecord",
+    "gold_span",
+    "gold_span_id",
+    "node_locations",
     "RetrievalQualityEvaluator",
     "SpanPrecisionMetric",
     "SpanRecallMetric",

@@ -20,9 +20,9 @@ from llama_index_sac.evaluation.evaluator import (
     SpanRecallMetric,
     gold_span_id,
     locate_node,
-    node_locations,
     parse_gold_span_id,
 )
+from llama_index_sac.evaluation.locations import node_locations
 from llama_index_sac.evaluation.metrics import (
     LocatedSpan,
     QueryScores,

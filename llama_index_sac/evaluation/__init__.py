@@ -1,4 +1,5 @@
-"""Retrieval evaluation: span metrics, the evaluator, the benchmark runner and its reports."""
+"""Retrieval evaluation (library): span metrics, DRM, the evaluator and its LlamaIndex metric adapters, node
+locations and gold spans. The benchmark runner and its reports are in :mod:`llama_index_sac.harness`."""
 
 from llama_index_sac.evaluation.evaluator import (
     DRMMetric,
@@ -10,8 +11,8 @@ from llama_index_sac.evaluation.evaluator import (
     SpanRecallMetric,
     gold_span_id,
     locate_node,
-    node_locations,
 )
+from llama_index_sac.evaluation.locations import gold_span, node_locations, stored_nodes
 from llama_index_sac.evaluation.metrics import (
     DEFAULT_KS,
     LocatedSpan,
@@ -38,6 +39,7 @@ __all__ = [
     "SpanRecallMetric",
     "aggregate",
     "document_retrieval_mismatch",
+    "gold_span",
     "gold_span_id",
     "hit_rate",
     "locate_node",
@@ -46,4 +48,5 @@ __all__ = [
     "score_query",
     "span_precision",
     "span_recall",
+    "stored_nodes",
 ]

@@ -80,7 +80,6 @@ __all__ = [
     "SpanRecallMetric",
     "gold_span_id",
     "locate_node",
-    "node_locations",
     "parse_gold_span_id",
 ]
 
@@ -120,12 +119,6 @@ def locate_node(node: BaseNode, doc_id_metadata_key: str | None = None) -> Locat
     if not isinstance(start, int) or not isinstance(end, int) or start < 0 or end < start:
         raise NodeLocationError(f"node {node.node_id!r} has invalid offsets start_char_idx={start!r}, end={end!r}")
     return LocatedSpan(doc_id, start, end)
-
-
-def node_locations(nodes: Sequence[BaseNode], doc_id_metadata_key: str | None = None) -> dict[str, LocatedSpan]:
-    """``node_id -> LocatedSpan`` for the given (indexed) nodes; raises :class:`NodeLocationError` like
-    :func:`locate_node`."""
-    return {node.node_id: locate_node(node, doc_id_metadata_key) for node in nodes}
 
 
 @dataclass
@@ -353,7 +346,7 @@ class _SpanMetric(BaseRetrievalMetric):
         if unknown:
             raise NodeLocationError(
                 f"retrieved node id(s) {unknown[:3]} are not in node_locations: build the map from the indexed nodes "
-                "with node_locations(nodes)"
+                "with node_locations(nodes or vector store) from llama_index_sac.evaluation.locations"
             )
         return gold, [self.node_locations[node_id] for node_id in ranked]
 

@@ -31,7 +31,7 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from llama_index_sac.evaluation.evaluator import NodeLocationError, locate_node
 from llama_index_sac.evaluation.metrics import LocatedSpan
 
-__all__ = ["DEFAULT_PAGE_SIZE", "gold_span", "node_locations"]
+__all__ = ["DEFAULT_PAGE_SIZE", "gold_span", "node_locations", "stored_nodes"]
 
 #: Rows fetched per request when reading a Chroma collection or scrolling a Qdrant collection.
 DEFAULT_PAGE_SIZE = 512
@@ -96,6 +96,15 @@ def node_locations(
                 f"{tuple(previous)} and {tuple(span)}"
             )
     return out
+
+
+def stored_nodes(source: Any, *, page_size: int = DEFAULT_PAGE_SIZE) -> Iterator[BaseNode]:
+    """The nodes held by ``source`` (any source :func:`node_locations` takes), lazily, ``page_size`` rows per request
+    from Chroma and Qdrant.
+
+    Raises:
+        TypeError: ``source`` is not a source of nodes (see :func:`node_locations`)."""
+    return _nodes_of(source, page_size)
 
 
 def _describe(source: Any) -> str:
