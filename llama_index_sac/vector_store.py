@@ -22,6 +22,8 @@ from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.simple import build_metadata_filter_fn
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
+    FilterOperator,
+    MetadataFilter,
     VectorStoreQuery,
     VectorStoreQueryMode,
     VectorStoreQueryResult,
@@ -29,6 +31,9 @@ from llama_index.core.vector_stores.types import (
 
 __all__ = ["NumpyVectorStore"]
 
+
+#: Keys under which LlamaIndex's stores write a node's document id (filters on them select documents).
+_DOC_KEYS = ("ref_doc_id", "doc_id", "document_id")
 
 class NumpyVectorStore(BasePydanticVectorStore):
     """In-memory dense vector store with exact cosine top-k (numpy), storing the nodes themselves.
@@ -46,6 +51,7 @@ class NumpyVectorStore(BasePydanticVectorStore):
     _nodes: dict[str, BaseNode] = PrivateAttr(default_factory=dict)
     _ids: list[str] = PrivateAttr(default_factory=list)
     _matrix: np.ndarray | None = PrivateAttr(default=None)
+    _rows_of: dict[str, np.ndarray] | None = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -91,7 +97,24 @@ class NumpyVectorStore(BasePydanticVectorStore):
             matrix = np.asarray(vectors, dtype=np.float32).reshape(len(self._ids), -1)
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             self._matrix = matrix / np.where(norms == 0, 1.0, norms)
+            self._rows_of = None
         return self._matrix
+
+    def _doc_rows(self) -> dict[str, np.ndarray]:
+        """Row indices of each document (``ref_doc_id``), built with the matrix."""
+        if self._rows_of is None:
+            rows: dict[str, list[int]] = {}
+            for i, node_id in enumerate(self._ids):
+                rows.setdefault(self._nodes[node_id].ref_doc_id or "", []).append(i)
+            self._rows_of = {doc: np.asarray(r, dtype=np.int64) for doc, r in rows.items()}
+        return self._rows_of
+
+    def _metadata(self, node_id: str) -> dict[str, Any]:
+        """What metadata filters see: the node's metadata plus its document id under the keys LlamaIndex's stores
+        write (``ref_doc_id``, ``doc_id``, ``document_id``), so a filter on the document works as in Chroma/Qdrant."""
+        node = self._nodes[node_id]
+        doc_id = node.ref_doc_id
+        return {**node.metadata, **({k: doc_id for k in _DOC_KEYS} if doc_id is not None else {})}
 
     def _candidates(self, query: VectorStoreQuery) -> np.ndarray | None:
         """Boolean mask of the rows a query may return, or ``None`` for all of them."""
@@ -99,9 +122,24 @@ class NumpyVectorStore(BasePydanticVectorStore):
         # stores that keep the text (their nodes are not in its index struct), as other text-storing stores assume.
         if not query.node_ids and not query.doc_ids and query.filters is None:
             return None
-        node_ids = set(query.node_ids) if query.node_ids else None
         doc_ids = set(query.doc_ids) if query.doc_ids else None
-        keep = build_metadata_filter_fn(lambda node_id: self._nodes[node_id].metadata, query.filters)
+        filters = query.filters
+        if filters is not None and len(filters.filters) == 1 and isinstance(filters.filters[0], MetadataFilter):
+            only = filters.filters[0]  # one filter on the document id: rows by document, no scan
+            if only.key in _DOC_KEYS and only.operator in (FilterOperator.IN, FilterOperator.EQ):
+                values = only.value if only.operator == FilterOperator.IN else [only.value]
+                wanted = {str(v) for v in values} if isinstance(values, list) else {str(values)}
+                doc_ids = wanted if doc_ids is None else doc_ids & wanted
+                filters = None
+        if not query.node_ids and filters is None and doc_ids is not None:
+            mask = np.zeros(len(self._ids), dtype=bool)
+            rows = self._doc_rows()
+            for doc in doc_ids:
+                if doc in rows:
+                    mask[rows[doc]] = True
+            return mask
+        node_ids = set(query.node_ids) if query.node_ids else None
+        keep = build_metadata_filter_fn(self._metadata, filters)
         mask = np.fromiter(
             (
                 (node_ids is None or node_id in node_ids)

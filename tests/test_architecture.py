@@ -16,7 +16,7 @@ LAYERS = [
     ("embeddings", "vector_store", "node_parser"),
     ("summarizers",),
     ("documents", "summarizing", "augmentation", "evaluation"),
-    ("ingestion",),
+    ("ingestion", "document_retrieval"),
     HARNESS,
 ]
 CORE = {"llama_index", "numpy", "nupunkt", "nltk", "pydantic", "pydantic_core", "tqdm", "httpx", "llama_index_sac"}

@@ -1,0 +1,112 @@
+"""DocumentAwareRetriever / DocumentIndex (issue 15): the summaries used at query time, fused softly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.schema import NodeRelationship, QueryBundle, RelatedNodeInfo, TextNode
+
+from llama_index_sac import NumpyVectorStore
+from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
+from tests.conftest import FakeEmbedding
+
+pytest.importorskip("bm25s")
+
+SUMMARIES = {
+    "nda-kestrel.txt": "Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech Ltd.",
+    "nda-osprey.txt": "Non-Disclosure Agreement between Osprey Robotics Corp. and Fairhaven Software Ltd.",
+    "msa-acme.txt": "Master Services Agreement between Acme Logistics Corp. and Dunmore Software Ltd.",
+}
+CLAUSE = "The Receiving Party shall keep the Confidential Information secret for five years."
+
+
+def chunk(doc_id: str, i: int, text: str) -> TextNode:
+    node = TextNode(text=text, id_=f"{doc_id}#{i}", start_char_idx=0, end_char_idx=len(text),
+                    metadata={"document_summary": SUMMARIES[doc_id]})
+    node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc_id)
+    return node
+
+
+def build(nodes: list[TextNode]) -> VectorStoreIndex:
+    embed = FakeEmbedding()
+    store = NumpyVectorStore()
+    return VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed)
+
+
+def corpus() -> list[TextNode]:
+    nodes = [chunk(d, 0, CLAUSE) for d in SUMMARIES]  # the same boilerplate clause in every contract
+    nodes += [chunk(d, 1, f"Notices to {d.split('-')[1].split('.')[0].title()} go to its registered office.")
+              for d in SUMMARIES]
+    return nodes
+
+
+def test_prior_is_bm25_over_summaries_normalised_per_query(tmp_path: Path) -> None:
+    index = DocumentIndex.from_nodes(corpus())
+    assert index.doc_ids == list(SUMMARIES) and len(index) == 3
+    prior = index.prior("In the NDA between Kestrel Analytics and Marlow, how long is information kept secret?")
+    assert prior.shape == (3,) and prior[0] == 1.0 and prior.max() == 1.0 and prior[2] < prior[0]
+    assert index.prior("the of and").tolist() == [0.0, 0.0, 0.0]  # only stop words: no document signal
+    assert index.prior_of("zebra quantum") == {}
+    saved = index.save(tmp_path / "docs.json")
+    assert DocumentIndex.load(saved).summaries == index.summaries
+    (tmp_path / "bad.json").write_text("[]")
+    with pytest.raises(ValueError, match="not a llama-index-sac/document-index"):
+        DocumentIndex.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="document_summary"):
+        DocumentIndex.from_nodes([TextNode(text="x")])
+    with pytest.raises(TypeError, match="mapping"):
+        DocumentIndex(["a"])  # type: ignore[arg-type]
+
+
+def test_the_named_contract_wins_the_boilerplate_tie() -> None:
+    index = build(corpus())
+    documents = DocumentIndex.from_nodes(corpus())
+    question = "Consider the NDA between Osprey Robotics and Fairhaven Software; how long is information kept secret?"
+    dense = index.as_retriever(similarity_top_k=3).retrieve(question)
+    aware = DocumentAwareRetriever(index, documents, similarity_top_k=3, prior_weight=0.1).retrieve(question)
+    assert aware[0].node.node_id == "nda-osprey.txt#0"  # the clause of the contract the query names comes first
+    assert [n.score for n in aware] == sorted((n.score for n in aware), reverse=True)
+    by_id = {n.node.node_id: n.score for n in dense}
+    assert aware[0].score == pytest.approx(by_id["nda-osprey.txt#0"] + 0.1)  # dense + weight * prior (1.0)
+    plain = DocumentAwareRetriever(index, documents, similarity_top_k=3, prior_weight=0.0, focus_documents=0)
+    assert [(n.node.node_id, n.score) for n in plain.retrieve(question)] == \
+        [(n.node.node_id, pytest.approx(n.score)) for n in dense]  # weight 0: plain dense retrieval
+
+
+def test_focus_documents_bring_in_chunks_the_dense_ranking_missed() -> None:
+    nodes = corpus() + [chunk("msa-acme.txt", i, f"Filler clause number {i} about deliveries.") for i in range(2, 40)]
+    index = build(nodes)
+    question = "Kestrel Marlow notices registered office"
+    documents = DocumentIndex.from_nodes(nodes)
+    kestrel = {"nda-kestrel.txt#0", "nda-kestrel.txt#1"}
+    dense_top = {n.node.node_id for n in index.as_retriever(similarity_top_k=3).retrieve(question)}
+    without = DocumentAwareRetriever(index, documents, similarity_top_k=3, candidate_top_k=3, focus_documents=0)
+    with_focus = DocumentAwareRetriever(index, documents, similarity_top_k=3, candidate_top_k=3, focus_documents=1)
+    ids_without = {n.node.node_id for n in without.retrieve(question)}
+    ids_with = {n.node.node_id for n in with_focus.retrieve(question)}
+    assert not kestrel <= dense_top and ids_without <= dense_top  # without focus: only dense candidates
+    assert kestrel <= ids_with  # the filtered query found the named contract's chunks
+
+
+def test_bad_settings_are_named() -> None:
+    index = build(corpus())
+    documents = DocumentIndex.from_nodes(corpus())
+    for kwargs, match in (({"similarity_top_k": 0}, "similarity_top_k"), ({"focus_documents": -1}, "focus_documents"),
+                          ({"prior_weight": -0.5}, "prior_weight"), ({"candidate_top_k": True}, "candidate_top_k")):
+        with pytest.raises(ValueError, match=match):
+            DocumentAwareRetriever(index, documents, **kwargs)
+    with pytest.raises(TypeError, match="DocumentIndex"):
+        DocumentAwareRetriever(index, {"a": "b"})  # type: ignore[arg-type]
+
+
+def test_the_query_is_embedded_once() -> None:
+    index = build(corpus())
+    embed = index._embed_model
+    before = len(embed.texts_embedded)
+    DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus())).retrieve(QueryBundle("Kestrel secret"))
+    assert len(embed.texts_embedded) - before == 1
+    assert np.isfinite([n.score for n in DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()))
+                        .retrieve("Osprey")]).all()
