@@ -156,6 +156,11 @@ class SummaryAugmentationTransformation(TransformComponent):
     include_summary_in_llm: bool = Field(
         default=False, description="Also show the summary in the LLM rendering (MetadataMode.LLM)."
     )
+    embed_summary: bool = Field(
+        default=True,
+        description="Embed the summary with every chunk (SAC). False: write it to the metadata only (e.g. for "
+        "DocumentAwareRetriever's document index over chunks embedded alone).",
+    )
     metadata_template: str | None = Field(
         default=None, description="Set each node's metadata_template (None: keep it, LlamaIndex '{key}: {value}')."
     )
@@ -343,7 +348,10 @@ class SummaryAugmentationTransformation(TransformComponent):
                 new["summary_error"] = group.error
             node.metadata = new
             excluded_embed = set(node.excluded_embed_metadata_keys) | set(BOOKKEEPING_KEYS)
-            excluded_embed.discard(self.summary_key)
+            if self.embed_summary:
+                excluded_embed.discard(self.summary_key)
+            else:
+                excluded_embed.add(self.summary_key)
             if self.table_header_key:
                 excluded_embed.discard(self.table_header_key)
             if not self.embed_other_metadata:

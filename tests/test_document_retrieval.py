@@ -110,3 +110,16 @@ def test_the_query_is_embedded_once() -> None:
     assert len(embed.texts_embedded) - before == 1
     assert np.isfinite([n.score for n in DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()))
                         .retrieve("Osprey")]).all()
+
+
+def test_summaries_can_be_kept_out_of_the_embedding_for_the_document_index() -> None:
+    from llama_index.core.schema import Document, MetadataMode
+
+    from llama_index_sac import RecursiveCharacterNodeParser, SummaryAugmentationTransformation
+
+    doc = Document(text="MUTUAL NON-DISCLOSURE AGREEMENT between Kestrel Analytics, Inc. and Marlow Biotech Ltd. "
+                   + "The Receiving Party shall keep secrets. " * 20, id_="nda.txt")
+    nodes = RecursiveCharacterNodeParser(chunk_size=200)([doc])
+    plain = SummaryAugmentationTransformation(embed_summary=False)(nodes)
+    assert all(n.get_content(MetadataMode.EMBED) == n.get_content(MetadataMode.NONE) for n in plain)
+    assert DocumentIndex.from_nodes(plain).summaries["nda.txt"].startswith("Mutual Non-Disclosure Agreement")
