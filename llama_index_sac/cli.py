@@ -25,16 +25,12 @@ status 2, without a traceback and without output. ``llama-sac`` alone prints the
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
-import shlex
 import sqlite3
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -50,8 +46,40 @@ try:
 except ImportError:  # pragma: no cover - older click: no_args_is_help prints the help and exits 0 by itself
     NoArgsIsHelpError = type("NoArgsIsHelpError", (UsageError,), {})  # type: ignore[assignment,misc]
 
-if TYPE_CHECKING:
-    from llama_index_sac.evaluation.runner import RunConfig
+from llama_index_sac.datasets.legalbenchrag import MINI_SAMPLE_SIZE, Scope
+from llama_index_sac.harness.components import (
+    PARSER_KINDS,
+    SUMMARIZER_KINDS,
+    LLMSummarizerSettings,
+    PromptChoice,
+    RecursiveParserSettings,
+)
+from llama_index_sac.harness.config import (
+    PRESETS,
+    EvaluationSetupError,
+    LoaderOptions,
+    Retrieval,
+    RunConfig,
+    RunSettings,
+)
+from llama_index_sac.harness.eval_job import (
+    DEFAULT_CONFIGS,
+    bound,
+    configs_from_options,
+    field_default,
+    loader_options,
+    renamed_option,
+    run_and_report,
+    run_settings,
+    summary_failure,
+)
+
+if TYPE_CHECKING:  # the kinds are read from the settings classes; type checkers see plain strings
+    ParserChoice = str
+    SummarizerChoice = str
+else:
+    ParserChoice = Literal[PARSER_KINDS]
+    SummarizerChoice = Literal[tuple(k for k in SUMMARIZER_KINDS if k != "none")]  # --summarizer: of SAC configs
 
 __all__ = ["app", "main"]
 
@@ -65,7 +93,7 @@ def _echo_error(message: str) -> None:
 
 
 def _click_message(exc: ClickException) -> str:
-    text = exc.format_message()
+    text = exc.format_message().replace("Value error, ", "")  # typer's Literal choices wrap click's message
     if text[:1].isupper() and text[1:2].islower():
         text = text[0].lower() + text[1:]
     if isinstance(exc, UsageError) and exc.ctx is not None:
@@ -120,8 +148,6 @@ def _root() -> None:
 
 def _split_list(values: list[str] | None, option: str, sep: str = ",") -> list[str]:
     """The items of a repeatable ``sep``-separated option; an empty item (``a,,b``, ``""``) is an error."""
-    from llama_index_sac.evaluation.runner import EvaluationSetupError
-
     out: list[str] = []
     for value in values or []:
         items = [v.strip() for v in value.split(sep)]
@@ -140,8 +166,6 @@ def _parse_ks(value: str) -> list[int]:
     Raises:
         EvaluationSetupError: an empty item (``"1,,4"``), a non-integer, 0, or more than 7 digits.
     """
-    from llama_index_sac.evaluation.runner import EvaluationSetupError
-
     items = value.split(",")
     if not all(_K_ITEM.fullmatch(item) for item in items) or min(int(item) for item in items) < 1:
         raise EvaluationSetupError(
@@ -155,92 +179,116 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
+# defaults and bounds of eval's options, read from the models (typer needs them as plain values)
+_KS = ",".join(map(str, field_default(RunSettings, "ks")))
+_RECURSIVE = {name: field_default(RecursiveParserSettings, name) for name in ("chunk_size", "chunk_overlap")}
+_LOADER = {name: field_default(LoaderOptions, name) for name in ("seed", "scope", "n_documents")}
+_SETTINGS = {name: field_default(RunSettings, name) for name in
+             ("confusion_k", "retrieval_threads", "llm_concurrency", "show_progress", "cache_dir")}
+_MIN_CHARS = bound(LLMSummarizerSettings, "max_chars", "min")
+
+
 @app.command("eval")
 def eval_command(
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="LegalBench-RAG data folder (corpus/ or corpus.tar.xz + benchmarks/ or benchmarks_mini/). "
-                     "Default: the built-in synthetic contracts."),
+    data_dir: Annotated[Path | None, typer.Option(
+        help="LegalBench-RAG data folder (corpus/ or corpus.tar.xz + benchmarks/ or benchmarks_mini/). Default: the "
+        "built-in synthetic contracts.")] = None,
+    datasets: Annotated[list[str] | None, typer.Option(
+        "--datasets", "-d", help="Datasets (benchmark file stems), comma-separated or repeated. Default: all found.")
     ] = None,
-    datasets: Annotated[
-        list[str] | None,
-        typer.Option("--datasets", "-d", help="Datasets (benchmark file stems), comma-separated or repeated. "
-                     "Default: all found."),
+    mini: Annotated[bool, typer.Option(
+        help=f"LegalBench-RAG-mini sampling recipe ({MINI_SAMPLE_SIZE} tests per dataset).")] = False,
+    sample: Annotated[int | None, typer.Option(
+        help="Seeded random sample of this many tests per dataset.", min=bound(LoaderOptions, "sample", "min"))] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample and of the built-in dataset.")] = _LOADER["seed"],
+    scope: Annotated[Scope, typer.Option(
+        help="Corpus scope: referenced (documents of the selected tests) or all (distractors).")] = _LOADER["scope"],
+    benchmarks_dir: Annotated[Path | None, typer.Option(
+        help="Explicit benchmark folder (absolute or relative to --data-dir).")] = None,
+    n_documents: Annotated[int, typer.Option(
+        help="Built-in dataset: number of contracts.", min=bound(LoaderOptions, "n_documents", "min"),
+        max=bound(LoaderOptions, "n_documents", "max"))] = _LOADER["n_documents"],
+    config: Annotated[list[str] | None, typer.Option(
+        "--config", "-c", help=f"Configuration, repeatable: PRESET or PRESET:key=value,... with presets "
+        f"{', '.join(PRESETS)} and dotted keys (sac:parser.chunk_size=400,summarizer.max_chars=300). Default: "
+        f"{' and '.join(DEFAULT_CONFIGS)}.")] = None,
+    parser: Annotated[ParserChoice | None, typer.Option(
+        help=f"Parser of every configuration (parser.kind; default {PARSER_KINDS[0]}).")] = None,
+    chunk_size: Annotated[int | None, typer.Option(
+        help=f"Chunk size in characters of every configuration (parser.chunk_size; default "
+        f"{_RECURSIVE['chunk_size']}).", min=bound(RecursiveParserSettings, "chunk_size", "min"))] = None,
+    chunk_overlap: Annotated[int | None, typer.Option(
+        help=f"Chunk overlap in characters of every configuration (parser.chunk_overlap; default "
+        f"{_RECURSIVE['chunk_overlap']}).", min=bound(RecursiveParserSettings, "chunk_overlap", "min"))] = None,
+    retrieval: Annotated[Retrieval | None, typer.Option(
+        help="Retrieval of every configuration: dense top-k or hybrid, dense + BM25 fused by reciprocal rank "
+        f"(retrieval; default {field_default(RunConfig, 'retrieval')}).")] = None,
+    summarizer: Annotated[SummarizerChoice | None, typer.Option(
+        help="Summarizer of the SAC configurations (summarizer.kind).")] = None,
+    llm: Annotated[str | None, typer.Option(
+        help="LLM summarizer model (summarizer.model): OpenAI model name, local .gguf path, or a model served at "
+        "--llm-api-base.")] = None,
+    llm_api_base: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint for --llm (summarizer.api_base; e.g. http://127.0.0.1:8000/v1).")] = None,
+    prompt: Annotated[PromptChoice | None, typer.Option(
+        help=f"LLM summary prompt (summarizer.prompt; default {field_default(LLMSummarizerSettings, 'prompt')}).")
     ] = None,
-    mini: Annotated[bool, typer.Option(help="LegalBench-RAG-mini sampling recipe (194 tests per dataset).")] = False,
-    sample: Annotated[
-        int | None, typer.Option(help="Seeded random sample of this many tests per dataset.", min=1)
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of --sample and of the built-in dataset.")] = 0,
-    scope: Annotated[
-        str, typer.Option(help="Corpus scope: referenced (documents of the selected tests) or all (distractors).")
-    ] = "referenced",
-    benchmarks_dir: Annotated[
-        Path | None, typer.Option(help="Explicit benchmark folder (absolute or relative to --data-dir).")
-    ] = None,
-    n_documents: Annotated[int, typer.Option(help="Built-in dataset: number of contracts.", min=2, max=150)] = 24,
-    config: Annotated[
-        list[str] | None,
-        typer.Option("--config", "-c", help="Configuration, repeatable: PRESET or PRESET:key=value,... with "
-                     "presets baseline, sac, sac-llm, sac-expert, llamaindex. Default: baseline and sac."),
-    ] = None,
-    parser: Annotated[str | None, typer.Option(help="Parser for every configuration: recursive, semantic, hybrid.")]
-    = None,
-    chunk_size: Annotated[int | None, typer.Option(help="Chunk size in characters (default 500).", min=1)] = None,
-    chunk_overlap: Annotated[int | None, typer.Option(help="Chunk overlap in characters (default 0).", min=0)] = None,
-    retrieval: Annotated[str | None, typer.Option(help="dense (default) or hybrid (dense + BM25, RRF).")] = None,
-    summarizer: Annotated[
-        str | None, typer.Option(help="Summarizer of the SAC configurations: extractive or llm.")
-    ] = None,
-    llm: Annotated[
-        str | None, typer.Option(help="LLM summarizer: OpenAI model name, local .gguf path, or served model name.")
-    ] = None,
-    llm_api_base: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint for --llm (e.g. http://127.0.0.1:8000/v1).")
-    ] = None,
-    prompt: Annotated[str | None, typer.Option(help="LLM summary prompt: generic or expert.")] = None,
-    summary_chars: Annotated[int | None, typer.Option(help="Summary length in characters (150).", min=1)] = None,
-    embed_model: Annotated[
-        str | None, typer.Option(help="Embedding model: Hugging Face id or local folder (default all-MiniLM-L6-v2).")
-    ] = None,
-    k: Annotated[str, typer.Option("--k", help="k values, comma-separated.")] = "1,2,4,8,16,32,64",
-    confusion_k: Annotated[int, typer.Option(help="k at which document confusions are counted.", min=1)] = 8,
-    cache_dir: Annotated[
-        Path | None, typer.Option(help="Embedding/summary cache (default ~/.cache/llama-index-sac).")
-    ] = None,
-    output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", "-o", help="Where results go (default runs/eval-<name>-<time>); "
-                                  "written only if the run succeeds (an existing folder is unchanged by a failure).")
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="Progress bars.")] = True,
+    max_chars: Annotated[int | None, typer.Option(
+        help="Summary length in characters of the SAC configurations (summarizer.max_chars; default "
+        f"{field_default(LLMSummarizerSettings, 'max_chars')}).", min=_MIN_CHARS)] = None,
+    summary_chars: Annotated[int | None, typer.Option(
+        hidden=True, help="Deprecated name of --max-chars.", min=_MIN_CHARS)] = None,
+    embed_model: Annotated[str | None, typer.Option(
+        help="Embedding model: Hugging Face id or local folder (default all-MiniLM-L6-v2).")] = None,
+    k: Annotated[str, typer.Option("--k", help="k values, comma-separated positive integers.")] = _KS,
+    confusion_k: Annotated[int, typer.Option(
+        help="k at which document confusions are counted.", min=bound(RunSettings, "confusion_k", "min"))
+    ] = _SETTINGS["confusion_k"],
+    retrieval_threads: Annotated[int, typer.Option(
+        help="Threads retrieving queries concurrently.", min=bound(RunSettings, "retrieval_threads", "min"))
+    ] = _SETTINGS["retrieval_threads"],
+    llm_concurrency: Annotated[int, typer.Option(
+        help="Concurrent requests of an LLM summarizer.", min=bound(RunSettings, "llm_concurrency", "min"))
+    ] = _SETTINGS["llm_concurrency"],
+    cache_dir: Annotated[Path | None, typer.Option(
+        help=f"Embedding/summary cache (default {_SETTINGS['cache_dir']}).")] = None,
+    output_dir: Annotated[Path | None, typer.Option(
+        "--output-dir", "-o", help="Where results go (default runs/eval-<name>-<time>); written only if the run "
+        "succeeds (an existing folder is unchanged by a failure).")] = None,
+    progress: Annotated[bool, typer.Option(help="Progress bars.")] = _SETTINGS["show_progress"],
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the tables.")] = False,
 ) -> None:
     """Run the main job: index, retrieve and report DRM@k, precision@k, recall@k side by side."""
     from llama_index_sac.datasets.legalbenchrag import LegalBenchRAGError
     from llama_index_sac.evaluation.evaluator import NodeLocationError
-    from llama_index_sac.evaluation.runner import EvaluationSetupError
     from llama_index_sac.summarizers.base import SummarizationError
 
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
     configs: list[RunConfig] = []
+    echo = (lambda _msg: None) if quiet else (lambda msg: typer.echo(msg, err=True))
     try:
+        max_chars, notes = renamed_option("--summary-chars", summary_chars, "--max-chars", max_chars)
         ks = _parse_ks(k)
-        configs = _parse_configs(
-            _split_list(config, "--config", ";") or ["baseline", "sac"], scope=scope, parser=parser,
-            chunk_size=chunk_size, chunk_overlap=chunk_overlap, retrieval=retrieval, summarizer=summarizer, llm=llm,
-            llm_api_base=llm_api_base, prompt=prompt, summary_chars=summary_chars,
+        configs, deprecations = configs_from_options(
+            _split_list(config, "--config", ";") or list(DEFAULT_CONFIGS),
+            {"parser": parser, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "retrieval": retrieval,
+             "summarizer": summarizer, "llm": llm, "llm_api_base": llm_api_base, "prompt": prompt,
+             "max_chars": max_chars},
         )
-        out = _run(
-            data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini, sample=sample, seed=seed,
-            scope=scope, benchmarks_dir=benchmarks_dir, n_documents=n_documents, configs=configs,
-            embed_model=embed_model, ks=ks, confusion_k=confusion_k, cache_dir=cache_dir, output_dir=output_dir,
-            progress=progress and not quiet, quiet=quiet,
-        )
+        for message in [*notes, *deprecations]:
+            typer.echo(f"warning: {message}", err=True)
+        loader = loader_options(data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini,
+                                sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
+                                n_documents=n_documents)
+        settings = run_settings(ks=ks, embed_model=embed_model, cache_dir=cache_dir, confusion_k=confusion_k,
+                                show_progress=progress and not quiet, retrieval_threads=retrieval_threads,
+                                llm_concurrency=llm_concurrency)
+        out, _ = run_and_report(loader, configs, settings, output_dir, echo, typer.echo)
     except (LegalBenchRAGError, EvaluationSetupError, NodeLocationError) as exc:
         raise _fail(str(exc)) from None
     except SummarizationError as exc:
-        raise _fail(_summary_failure(exc, configs)) from None
+        raise _fail(summary_failure(exc, configs)) from None
     except (OSError, sqlite3.Error) as exc:  # an unwritable output or cache folder, a full disk
         raise _fail(f"{type(exc).__name__}: {exc}") from None
     except KeyboardInterrupt:
@@ -249,143 +297,108 @@ def eval_command(
         typer.echo(f"\nresults in {out} ({time.perf_counter() - started:.0f} s)")
 
 
+if TYPE_CHECKING:
+    from llama_index_sac.harness.results import RunResults
+
+#: Where ``llama-sac report --html`` looks for LegalBench-RAG when ``--data-dir`` is not given.
+_DEFAULT_LBR = Path("..") / "shared" / "data" / "legalbenchrag"
+
+
 @app.command("report")
 def report_command(
-    results_json: Annotated[Path, typer.Argument(help="results.json written by llama-sac eval.")],
+    run: Annotated[Path, typer.Argument(help="A run folder of llama-sac eval, or its results.json.")],
     markdown: Annotated[bool, typer.Option(help="Markdown tables (overall, then per dataset).")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write one self-contained HTML page here: tables, plots, "
+                                  "confused documents and a per-query drill-down of two configurations.")
+    ] = None,
+    compare: Annotated[
+        str | None, typer.Option(help="HTML drill-down: the two configurations side by side, A,B (default: the "
+                                 "run's first two).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="HTML drill-down of a LegalBench-RAG run: its data folder, for the chunk "
+                                  f"texts (default {_DEFAULT_LBR} when present).")
+    ] = None,
 ) -> None:
-    """Print the tables of a finished run again, from its results.json (nothing is recomputed)."""
-    from llama_index_sac.evaluation import report
+    """Print the tables of a finished run again, from its results.json (nothing is recomputed); --html writes the
+    report a user can open."""
+    from llama_index_sac.harness import report
+    from llama_index_sac.harness.results import ResultsFormatError, load_results
 
+    if html is None and (compare is not None or data_dir is not None):
+        raise _fail("--compare and --data-dir need --html")
     try:
-        results = json.loads(results_json.read_text(encoding="utf-8"))
-        if markdown:
-            scopes = ["overall", *results["benchmark"]["datasets"]]
-            text = "".join(f"\n{scope}:\n\n" + report.format_markdown(results, scope) + "\n" for scope in scopes)
-        else:
-            text = report.format_tables(results) + "\n\n" + report.format_confusions(results) + "\n"
-        timings = results["timings"]
-        text += (f"\ncommand: {results.get('command', '?')}\nwall: {timings['wall_s']:.0f} s; "
-                 f"peak memory {results['peak_memory_mb']:.0f} MiB")
+        if run.is_dir() and not (run / "results.json").is_file():
+            raise _fail(f"{run} is a folder without results.json: expected a run folder of llama-sac eval or its "
+                        "results.json")
+        results = load_results(run)
+    except ResultsFormatError as exc:
+        raise _fail(f"cannot read results from {run}: not a results.json of llama-sac eval ({exc})") from None
     except OSError as exc:
-        raise _fail(f"cannot read results from {results_json}: {type(exc).__name__}: {exc}") from None
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
-        # not JSON, or JSON of another shape than the results.json `llama-sac eval` writes
-        raise _fail(f"cannot read results from {results_json}: not a results.json of llama-sac eval "
-                    f"({type(exc).__name__}: {str(exc)[:200]})") from None
+        raise _fail(f"cannot read results from {run}: {type(exc).__name__}: {exc}") from None
+    if markdown:
+        scopes = ["overall", *results.datasets]
+        text = "".join(f"\n{scope}:\n\n" + report.format_markdown(results, scope) + "\n" for scope in scopes)
+    else:
+        text = report.format_tables(results) + "\n\n" + report.format_confusions(results) + "\n"
+    text += (f"\ncommand: {results.command or '?'}\nwall: {results.timings.wall_s:.0f} s; "
+             f"peak memory {results.peak_memory_mb:.0f} MiB")
+    if html is not None:
+        _write_html(results, html, compare, data_dir)
     typer.echo(text)
+    if html is not None:
+        typer.echo(f"\nHTML report: {html}")
 
 
-def _is_file(name: str) -> bool:
+def _write_html(results: RunResults, out: Path, compare: str | None, data_dir: Path | None) -> None:
+    """``report --html``: the documents of the run (regenerated or read), then the page; one ``error:`` line on any
+    problem (nothing written)."""
+    from llama_index_sac.harness.html_report import write_html_report
+
     try:
-        return Path(os.path.expanduser(name)).is_file()
-    except (OSError, ValueError):  # a name too long, a NUL byte
-        return False
+        pair = _split_list([compare], "--compare") if compare is not None else None
+        if pair is not None and len(pair) != 2:
+            raise ValueError(f"--compare: expected two configuration names A,B, got {compare!r}")
+        texts = _run_texts(results, data_dir)
+    except (ValueError, TypeError) as exc:  # EvaluationSetupError and LegalBenchRAGError are ValueErrors
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot read the documents of the run: {type(exc).__name__}: {exc}") from None
+    try:
+        write_html_report(results, out, texts=texts, compare=pair)
+    except (ValueError, TypeError) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot write the HTML report {out}: {type(exc).__name__}: {exc}") from None
 
 
-def _llm_endpoint(config: RunConfig) -> str:
-    """Where an LLM configuration's summaries come from (the order of ``runner._build_llm_summarizer``)."""
-    model = config.llm or "?"
-    if model.endswith(".gguf") or _is_file(model):
-        return f"local model {model}"
-    if config.llm_api_base:
-        return config.llm_api_base
-    return f"OpenAI API (model {model})"
+def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | None:
+    """The documents of a run with records (``None``: no records, or documents not found, said on stderr).
+    LegalBench-RAG: from ``--data-dir``, else the folder the run recorded, else ``_DEFAULT_LBR``, when present."""
+    from llama_index_sac.harness.run_documents import benchmark_texts
+
+    if all(c.records is None for c in results.configs):
+        return None
+    source = results.benchmark.source
+    if source == "synthetic":
+        return benchmark_texts(results)
+    recorded = results.benchmark.data_dir
+    found = [Path(d) for d in (recorded, _DEFAULT_LBR) if d is not None and Path(d).is_dir()]
+    folder = data_dir if data_dir is not None else found[0] if found else None
+    if source != "legalbenchrag" or folder is None:
+        what = "documents of a custom benchmark" if source != "legalbenchrag" else "LegalBench-RAG data not found"
+        typer.echo(f"note: {what}: the drill-down shows offsets only (--data-dir names the data folder)", err=True)
+        return None
+    typer.echo(f"reading the LegalBench-RAG documents from {folder}", err=True)
+    return benchmark_texts(results, folder)
 
 
-def _summary_failure(exc: Exception, configs: Sequence[RunConfig]) -> str:
-    """The ``error:`` text of a failed summary: the configuration(s), the endpoint and the document."""
-    message = str(exc)
-    llm = [c for c in configs if c.summarizer == "llm"]
-    names = ", ".join(repr(c.name) for c in llm) or "?"
-    endpoints = [e for e in dict.fromkeys(_llm_endpoint(c) for c in llm) if e not in message]
-    doc_id = getattr(exc, "doc_id", None)
-    head = f"LLM summarizer of configuration {names} failed"
-    if endpoints:
-        head += f" (endpoint {', '.join(endpoints)})"
-    if doc_id is not None and str(doc_id) not in message:
-        head += f" on document {doc_id!r}"
-    return f"{head}: {message}"
+# `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in harness/ingest*.py)
+from llama_index_sac.harness.ingest_cli import ingest_command, query_command  # noqa: E402
 
-
-def _parse_configs(specs: list[str], **opts: Any) -> list[RunConfig]:
-    """The configurations of ``--config`` with the options for every configuration; checks option choices.
-
-    Raises:
-        EvaluationSetupError: an option value out of its choices or an invalid configuration.
-    """
-    from llama_index_sac.evaluation.runner import EvaluationSetupError, parse_config
-
-    if opts["scope"] not in ("referenced", "all"):
-        raise EvaluationSetupError(f"--scope must be referenced or all, got {opts['scope']!r}")
-    for name, allowed in (("parser", ("recursive", "semantic", "hybrid")), ("retrieval", ("dense", "hybrid")),
-                          ("summarizer", ("extractive", "llm")), ("prompt", ("generic", "expert"))):
-        if opts[name] is not None and opts[name] not in allowed:
-            raise EvaluationSetupError(f"--{name} must be one of {', '.join(allowed)}, got {opts[name]!r}")
-    common = {key: opts[key] for key in ("parser", "chunk_size", "chunk_overlap", "retrieval") if opts[key] is not None}
-    summary_options = {
-        key: opts[key] for key in ("summarizer", "llm", "llm_api_base", "prompt", "summary_chars")
-        if opts[key] is not None
-    }
-    return [parse_config(spec, common, summary_options) for spec in specs]
-
-
-def _load_benchmark(opts: dict[str, Any], echo: Any) -> Any:
-    from llama_index_sac.evaluation.runner import EvaluationSetupError
-
-    if opts["data_dir"] is None:
-        from llama_index_sac.datasets.synthetic import synthetic_contracts
-
-        if opts["datasets"] or opts["mini"] or opts["sample"] or opts["benchmarks_dir"]:
-            raise EvaluationSetupError("--datasets, --mini, --sample and --benchmarks-dir need --data-dir")
-        return synthetic_contracts(n_documents=opts["n_documents"], seed=opts["seed"])
-    from llama_index_sac.datasets.legalbenchrag import load_legalbenchrag
-
-    if opts["mini"] and opts["sample"]:
-        raise EvaluationSetupError("--mini and --sample are two sampling protocols: choose one")
-    sampling: Literal["all", "mini", "random"] = "mini" if opts["mini"] else "random" if opts["sample"] else "all"
-    echo(f"loading LegalBench-RAG from {opts['data_dir']} (sampling={sampling}, scope={opts['scope']})")
-    return load_legalbenchrag(
-        opts["data_dir"], opts["datasets"] or None, sampling=sampling, sample_size=opts["sample"],
-        seed=opts["seed"], scope=opts["scope"], benchmarks_dir=opts["benchmarks_dir"],
-    )
-
-
-def _run(**opts: Any) -> Path:
-    """Load the data, run every configuration into a staging folder, move it into place; returns the folder."""
-    from llama_index_sac.evaluation import report
-    from llama_index_sac.evaluation.cache import default_cache_dir
-    from llama_index_sac.evaluation.output import staged_output_dir, write_run_outputs
-    from llama_index_sac.evaluation.runner import RunSettings, run_evaluation
-
-    echo = (lambda _msg: None) if opts["quiet"] else (lambda msg: typer.echo(msg, err=True))
-    benchmark = _load_benchmark(opts, echo)
-    echo(
-        f"{benchmark.description}: {len(benchmark.documents)} documents, {benchmark.n_characters:,} characters, "
-        f"{len(benchmark.queries)} queries in {', '.join(benchmark.datasets)}"
-    )
-    out = Path(opts["output_dir"] or Path("runs") / f"eval-{benchmark.name}-{datetime.now():%Y%m%d-%H%M%S}")
-    settings = RunSettings(
-        ks=opts["ks"], embed_model=opts["embed_model"], cache_dir=opts["cache_dir"] or default_cache_dir(),
-        confusion_k=opts["confusion_k"], show_progress=opts["progress"],
-    )
-    with staged_output_dir(out) as staging:
-        results = run_evaluation(benchmark, opts["configs"], settings, log=echo)
-        results["command"] = "llama-sac " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        results["created"] = datetime.now().isoformat(timespec="seconds")
-        write_run_outputs(results, staging)
-
-    typer.echo("")
-    typer.echo(report.format_tables(results))
-    typer.echo("")
-    typer.echo(report.format_confusions(results))
-    timings = "; ".join(
-        f"{c['config']['name']}: " + ", ".join(f"{key[:-2]} {value:.1f} s" for key, value in c["timings"].items())
-        for c in results["configs"]
-    )
-    typer.echo(f"\ntimings: {timings}; wall {results['timings']['wall_s']:.1f} s; "
-               f"peak memory {results['peak_memory_mb']:.0f} MiB")
-    return out
+app.command("ingest")(ingest_command)
+app.command("query")(query_command)
 
 
 def main() -> None:

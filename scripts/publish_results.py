@@ -4,11 +4,12 @@
 
 Writes ``docs/results/<name>/results.json`` (the run's results.json WITHOUT the per-query records, which make it
 several MB: configuration, aggregates, confusions, summaries, timings, peak memory and the exact command are kept),
-``docs/results/<name>/{drm,precision,recall}_at_k.png`` (``llama_index_sac.evaluation.report.write_plots``) and
+``docs/results/<name>/{drm,precision,recall}_at_k.png`` (``llama_index_sac.harness.report.write_plots``) and
 ``docs/results/<name>/report.md`` (everything printed, so the query-level claims stay checkable). Prints:
 the overall and per-dataset markdown tables, the means over k, timings, the most-confused document pairs, and, for
 each ``--compare A:B`` pair of configurations, queries that B fixes (DRM@k of A > 0.5, B = 0) and queries it does not
-(DRM@k of B > 0.5). Nothing is recomputed: every number is read from the results.json given.
+(DRM@k of B > 0.5). Nothing is recomputed: every number is read from the results.json given (any schema version,
+read through ``llama_index_sac.harness.results.load_results``; the published copy is written in the current schema).
 """
 
 from __future__ import annotations
@@ -16,44 +17,38 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from llama_index_sac.evaluation import report
+from llama_index_sac.harness import report
+from llama_index_sac.harness.results import ConfigResult, QueryResult, QueryScoresResult, RunResults, load_results
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def slim(results: dict[str, Any]) -> dict[str, Any]:
+#: Why the published copy has no per-query records.
+RECORDS_DROPPED = "per-query records left out of the published copy (see the command to regenerate)"
+
+
+def slim(results: RunResults) -> RunResults:
     """A copy of ``results`` without the per-query records (aggregates are kept)."""
-    out = dict(results)
-    out["configs"] = [{k: v for k, v in c.items() if k != "records"} for c in results["configs"]]
-    out["records_dropped"] = "per-query records left out of the published copy (see the command to regenerate)"
-    return out
+    return results.slim(RECORDS_DROPPED)
 
 
-def mean_over_k(config: dict[str, Any], scope: str, metric: str) -> float | None:
-    block = config["aggregates"]["overall"] if scope == "overall" else config["aggregates"]["datasets"][scope]
-    values = [v[metric] for v in block.values() if v.get(metric) is not None]
+def mean_over_k(config: ConfigResult, scope: str, metric: str) -> float | None:
+    block = config.aggregates.overall if scope == "overall" else config.aggregates.datasets[scope]
+    values = [value for v in block.values() if (value := getattr(v, metric)) is not None]
     return sum(values) / len(values) if values else None
 
 
-def _by_query(config: dict[str, Any], k: int) -> dict[str, dict[str, Any]]:
-    out = {}
-    for rec in config["records"]:
-        if rec.get("scores") is None:
-            continue
-        scores = rec["scores"].get(str(k)) or rec["scores"].get(k)
-        out[rec["query_id"]] = {"rec": rec, "scores": scores}
-    return out
+def _by_query(config: ConfigResult, k: int) -> dict[str, tuple[QueryResult, QueryScoresResult]]:
+    return {rec.query_id: (rec, rec.scores[str(k)]) for rec in config.records or [] if rec.scores is not None}
 
 
-def _top_wrong(rec: dict[str, Any], k: int) -> str:
-    gold = {span[0] for span in rec["gold"]}
+def _top_wrong(rec: QueryResult, k: int) -> str:
+    gold = {span[0] for span in rec.gold}
     wrong: dict[str, int] = {}
-    for doc_id, start, end in rec["retrieved"][:k]:
+    for doc_id, start, end in rec.retrieved[:k]:
         if doc_id not in gold and end > start:
             wrong[doc_id] = wrong.get(doc_id, 0) + 1
     if not wrong:
@@ -62,14 +57,13 @@ def _top_wrong(rec: dict[str, Any], k: int) -> str:
     return f"{doc} ({n}/{k})"
 
 
-def goal_table(results: dict[str, Any], a: str, b: str) -> str:
+def goal_table(results: RunResults, a: str, b: str) -> str:
     """Markdown table: half of A's overall DRM@k, B's DRM@k, and whether B <= A / 2, for every k."""
-    configs = {c["config"]["name"]: c for c in results["configs"]}
-    ka, kb = configs[a]["aggregates"]["overall"], configs[b]["aggregates"]["overall"]
+    ka, kb = results.config(a).aggregates.overall, results.config(b).aggregates.overall
     ks = sorted(ka, key=int)
     head = "| | " + " | ".join(f"k={k}" for k in ks) + " |\n|---|" + "---:|" * len(ks)
-    half = [None if ka[k]["drm"] is None else ka[k]["drm"] / 2 for k in ks]  # None: no query had a DRM at k
-    mine = [kb[k]["drm"] for k in ks]
+    half = [None if (drm := ka[k].drm) is None else drm / 2 for k in ks]  # None: no query had a DRM at k
+    mine = [kb[k].drm for k in ks]
     met = ["-" if m is None or h is None else "yes" if m <= h else f"no (+{m - h:.3f})" for m, h in zip(mine, half)]
 
     def row(values: list[float | None]) -> str:
@@ -79,38 +73,40 @@ def goal_table(results: dict[str, Any], a: str, b: str) -> str:
     return "\n".join(lines)
 
 
-def compare(results: dict[str, Any], a: str, b: str, k: int, n: int = 4) -> str:
-    configs = {c["config"]["name"]: c for c in results["configs"]}
-    qa, qb = _by_query(configs[a], k), _by_query(configs[b], k)
-    fixed, not_fixed = [], []
-    for qid, ra in qa.items():
-        rb = qb.get(qid)
-        if rb is None or ra["scores"]["drm"] is None or rb["scores"]["drm"] is None:
+def compare(results: RunResults, a: str, b: str, k: int, n: int = 4) -> str:
+    qa, qb = _by_query(results.config(a), k), _by_query(results.config(b), k)
+    Row = tuple[str, QueryResult, QueryScoresResult, QueryResult, QueryScoresResult]
+    fixed: list[Row] = []
+    not_fixed: list[Row] = []
+    for qid, (rec_a, sa) in qa.items():
+        if qid not in qb:
             continue
-        if ra["scores"]["drm"] > 0.5 and rb["scores"]["drm"] == 0:
-            fixed.append((qid, ra, rb))
-        if rb["scores"]["drm"] > 0.5:
-            not_fixed.append((qid, ra, rb))
+        rec_b, sb = qb[qid]
+        if sa.drm is None or sb.drm is None:
+            continue
+        if sa.drm > 0.5 and sb.drm == 0:
+            fixed.append((qid, rec_a, sa, rec_b, sb))
+        if sb.drm > 0.5:
+            not_fixed.append((qid, rec_a, sa, rec_b, sb))
     lines = [f"{b} vs {a} at k={k}: {len(fixed)} queries fixed (DRM {a} > 0.5, {b} = 0); "
              f"{len(not_fixed)} queries with DRM {b} > 0.5 (of {len(qa)})", ""]
     for title, rows in (("fixed", fixed), ("not fixed", not_fixed)):
         # spread the examples over datasets: first of each dataset, then the next...
-        by_ds: dict[str, list[Any]] = {}
+        by_ds: dict[str, list[Row]] = {}
         for row in rows:
-            by_ds.setdefault(row[1]["rec"]["dataset"], []).append(row)
-        picked: list[Any] = []
+            by_ds.setdefault(row[1].dataset, []).append(row)
+        picked: list[Row] = []
         while len(picked) < n and any(by_ds.values()):
             for ds in sorted(by_ds):
                 if by_ds[ds] and len(picked) < n:
                     picked.append(by_ds[ds].pop(0))
         lines.append(f"{title}:")
-        for qid, ra, rb in picked:
-            rec = ra["rec"]
-            gold = sorted({span[0] for span in rec["gold"]})
+        for qid, rec, sa, rec_b, sb in picked:
+            gold = sorted({span[0] for span in rec.gold})
             lines.append(
-                f"- `{qid}` {rec['query'][:160]!r} gold {', '.join(gold)}; {a}: DRM@{k} {ra['scores']['drm']:.2f}, "
-                f"recall {ra['scores']['recall']:.2f}, top wrong {_top_wrong(rec, k)}; {b}: DRM@{k} "
-                f"{rb['scores']['drm']:.2f}, recall {rb['scores']['recall']:.2f}, top wrong {_top_wrong(rb['rec'], k)}"
+                f"- `{qid}` {rec.query[:160]!r} gold {', '.join(gold)}; {a}: DRM@{k} {sa.drm:.2f}, "
+                f"recall {sa.recall:.2f}, top wrong {_top_wrong(rec, k)}; {b}: DRM@{k} "
+                f"{sb.drm:.2f}, recall {sb.recall:.2f}, top wrong {_top_wrong(rec_b, k)}"
             )
         lines.append("")
     return "\n".join(lines)
@@ -127,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
     args = parser.parse_args(argv)
 
-    results = json.loads(args.results_json.read_text(encoding="utf-8"))
+    results = load_results(args.results_json)
     out = args.out / args.name
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(slim(results), indent=1), encoding="utf-8")
+    (out / "results.json").write_text(slim(results).to_json(), encoding="utf-8")
     report.write_plots(results, out)
 
     printed = io.StringIO()
@@ -141,32 +137,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _print_report(results: dict[str, Any], args: argparse.Namespace) -> None:
-    print(f"command: `{results['command']}`\n")
-    print(f"wall {results['timings']['wall_s']:.0f} s, peak memory {results['peak_memory_mb']:.0f} MiB; "
-          f"{results['benchmark']['n_documents']} documents, {results['benchmark']['n_characters']:,} characters, "
-          f"{results['benchmark']['n_queries']} queries\n")
-    for c in results["configs"]:
-        t = ", ".join(f"{key[:-2]} {v:.0f} s" for key, v in c["timings"].items())
-        print(f"- {c['config']['name']}: {c['n_chunks']} chunks ({c['chunks_embedded']} embedded, "
-              f"{c['chunks_from_cache']} from cache), mean embedded text {c['mean_embedded_chars']:.0f} chars; {t}")
-    scopes = ["overall", *results["benchmark"]["datasets"]]
-    for scope in scopes:
+def _print_report(results: RunResults, args: argparse.Namespace) -> None:
+    print(f"command: `{results.command}`\n")
+    print(f"wall {results.timings.wall_s:.0f} s, peak memory {results.peak_memory_mb:.0f} MiB; "
+          f"{results.benchmark.n_documents} documents, {results.benchmark.n_characters:,} characters, "
+          f"{results.benchmark.n_queries} queries\n")
+    for c in results.configs:
+        t = ", ".join(f"{key[:-2]} {v:.0f} s" for key, v in c.timings.items())
+        print(f"- {c.name}: {c.n_chunks} chunks ({c.chunks_embedded} embedded, "
+              f"{c.chunks_from_cache} from cache), mean embedded text {c.mean_embedded_chars:.0f} chars; {t}")
+    for scope in ["overall", *results.datasets]:
         print(f"\n{scope}:\n\n" + report.format_markdown(results, scope))
     print("\nmean over k (overall):\n\n| config | DRM | precision | recall |\n|---|---:|---:|---:|")
-    for c in results["configs"]:
+    for c in results.configs:
         vals = [mean_over_k(c, "overall", m) for m in ("drm", "precision", "recall")]
-        print(f"| {c['config']['name']} | " + " | ".join(f"{100 * v:.2f}%" if v is not None else "-" for v in vals)
-              + " |")
+        print(f"| {c.name} | " + " | ".join(f"{100 * v:.2f}%" if v is not None else "-" for v in vals) + " |")
     print("\nmean over k per dataset (DRM / precision / recall):\n")
-    datasets = list(results["benchmark"]["datasets"])
+    datasets = results.datasets
     print("| config | " + " | ".join(datasets) + " |\n|---|" + "---:|" * len(datasets))
-    for c in results["configs"]:
+    for c in results.configs:
         cells = []
         for ds in datasets:
             vals = [mean_over_k(c, ds, m) for m in ("drm", "precision", "recall")]
             cells.append(" / ".join(f"{100 * v:.1f}" if v is not None else "-" for v in vals))
-        print(f"| {c['config']['name']} | " + " | ".join(cells) + " |")
+        print(f"| {c.name} | " + " | ".join(cells) + " |")
     for pair in args.goal:
         a, _, b = pair.partition(":")
         print("\n" + goal_table(results, a, b))

@@ -1,17 +1,18 @@
-"""scripts/publish_results.py (the goal-1 table, from a hand-made results dict) and the published runs themselves:
-their extractive summaries are what the current code writes."""
+"""scripts/publish_results.py (the goal-1 table, from hand-made results) and the published runs themselves: they load
+through the results schema (migrated from the first, unversioned shape) and their extractive summaries are what the
+current code writes."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-from llama_index_sac.datasets.legalbenchrag import load_legalbenchrag
-from llama_index_sac.summarizers import ExtractiveSummarizer
+from llama_index_sac.harness import factories
+from llama_index_sac.harness.components import ExtractiveSummarizerSettings
+from llama_index_sac.harness.results import SCHEMA_VERSION, RunResults, load_results, parse_results
 from tests.conftest import LEGALBENCH, requires_legalbench
 
 _spec = importlib.util.spec_from_file_location(
@@ -21,16 +22,31 @@ assert _spec is not None and _spec.loader is not None
 publish = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(publish)
 
+ALL_PUBLISHED = sorted((Path(__file__).resolve().parents[1] / "docs" / "results").glob("*/results.json"))
 
-def _config(name: str, drm: dict[str, float | None]) -> dict:
-    return {"config": {"name": name}, "aggregates": {"overall": {k: {"drm": v} for k, v in drm.items()}}}
+
+def _scores(drm: float | None) -> dict:
+    return {"drm": drm, "precision": 0.5, "recall": 0.5, "hit_rate": 1.0, "mrr": 1.0, "n_queries": 1,
+            "ineligible": 0, "drm_undefined": 0}
+
+
+def _run(drms: dict[str, dict[str, float | None]]) -> RunResults:
+    """Results of two configurations on one dataset at k = 1, 2, 4 with the given DRM values (the rest fixed)."""
+    configs = [{"config": {"name": name}, "n_chunks": 1, "mean_chunk_chars": 1.0, "mean_embedded_chars": 1.0,
+                "chunks_embedded": 1, "chunks_from_cache": 0, "timings": {}, "confusions": [],
+                "aggregates": {"overall": {k: {**_scores(v), "n_datasets": 1} for k, v in drm.items()},
+                               "datasets": {"d": {k: _scores(v) for k, v in drm.items()}}}}
+               for name, drm in drms.items()]
+    return parse_results({
+        "schema_version": SCHEMA_VERSION, "configs": configs, "peak_memory_mb": 1.0, "versions": {},
+        "benchmark": {"name": "b", "n_documents": 1, "n_characters": 1, "n_queries": 1, "datasets": {"d": 1}},
+        "settings": {"ks": [1, 2, 4], "embed_model": {}, "cache_dir": "c", "confusion_k": 4},
+        "timings": {"model_load_s": 0.0, "query_embed_s": 0.0, "wall_s": 0.0},
+    })
 
 
 def test_goal_table_halves_the_baseline_and_marks_each_k() -> None:
-    results = {"configs": [
-        _config("base", {"1": 0.4, "2": 0.5, "4": None}),
-        _config("sac", {"1": 0.2, "2": 0.3, "4": 0.1}),
-    ]}
+    results = _run({"base": {"1": 0.4, "2": 0.5, "4": None}, "sac": {"1": 0.2, "2": 0.3, "4": 0.1}})
     assert publish.goal_table(results, "base", "sac").splitlines() == [
         "| | k=1 | k=2 | k=4 |",
         "|---|---:|---:|---:|",
@@ -38,19 +54,59 @@ def test_goal_table_halves_the_baseline_and_marks_each_k() -> None:
         "| sac DRM | 0.200 | 0.300 | 0.100 |",
         "| met | yes | no (+0.050) | - |",
     ]
+    # means over k leave the undefined values out: (0.4 + 0.5) / 2
+    assert publish.mean_over_k(results.config("base"), "overall", "drm") == pytest.approx(0.45)
+
+
+# -- the published runs load through the schema: the first shape is migrated -------------------------------------
+
+
+def test_the_published_runs_exist() -> None:
+    assert len(ALL_PUBLISHED) >= 6, [p.parent.name for p in ALL_PUBLISHED]
+
+
+@pytest.mark.parametrize("path", ALL_PUBLISHED, ids=[p.parent.name for p in ALL_PUBLISHED])
+def test_every_published_results_file_loads_with_its_loader_options_and_configurations(path: Path) -> None:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    results = load_results(path)
+    assert results.schema_version == SCHEMA_VERSION and results.records_dropped
+    # the loader options, once only in the description, are fields
+    info = results.benchmark
+    assert info.description == raw["benchmark"]["description"]
+    assert (info.source, info.benchmarks_dir, info.sampling) == ("legalbenchrag", "benchmarks_mini", "all")
+    assert f"scope={info.scope}" in info.description and f"--scope {info.scope}" in (results.command or "")
+    assert info.datasets == raw["benchmark"]["datasets"] and info.loader_options(LEGALBENCH).datasets == list(
+        raw["benchmark"]["datasets"])
+    # every flat configuration key of the first shape is in the nested configuration, under its new name
+    for entry, old in zip(results.configs, raw["configs"]):
+        flat, config = old["config"], entry.config.model_dump()
+        assert (config["name"], config["parser"]["kind"], config["summarizer"]["kind"], config["retrieval"]) == (
+            flat["name"], flat["parser"], flat["summarizer"], flat["retrieval"])
+        assert config["augmentation"]["embed_metadata"] == flat["embed_metadata"]
+        parser, summarizer = config["parser"], config["summarizer"]
+        if flat["parser"] == "semantic":  # the semantic parser never read chunk_size: it is not carried over
+            assert "chunk_size" not in parser
+        else:
+            assert (parser["chunk_size"], parser["chunk_overlap"]) == (flat["chunk_size"], flat["chunk_overlap"])
+        if flat["summarizer"] != "none":
+            assert (summarizer["max_chars"], summarizer["metadata_keys"]) == (flat["summary_chars"],
+                                                                              flat["summary_metadata"])
+        if flat["summarizer"] == "llm":
+            assert (summarizer["model"], summarizer["prompt"], summarizer["long_document"]) == (
+                flat["llm"], flat["prompt"], flat["long_document"])
+            assert summarizer["max_input_chars"] == flat.get("llm_input_chars")
+        # the numbers are the file's, untouched
+        assert entry.aggregates.model_dump(mode="json") == old["aggregates"]
+        assert entry.summaries == old["summaries"]
+        assert (entry.summary_info is None) == (not old["summary_info"])
+    # a published copy written again in the current schema reads back the same
+    assert parse_results(json.loads(results.to_json())) == results
 
 
 # -- the published runs reproduce: every extractive summary in docs/results is what the code writes today ----------
-def _has_extractive_summaries(path: Path) -> bool:
-    return any(c["config"]["summarizer"] == "extractive" for c in json.loads(path.read_text())["configs"])
 
-
-PUBLISHED = [path for path in sorted((Path(__file__).resolve().parents[1] / "docs" / "results").glob("*/results.json"))
-             if _has_extractive_summaries(path)]
-
-
-#: the ExtractiveSummarizer fields a run records in summary_info.summarizer_identity (besides version and fingerprint)
-SUMMARIZER_SETTINGS = ("max_chars", "metadata_keys", "max_terms", "lead_chars", "term_sample_chars", "include_date")
+PUBLISHED = [path for path in ALL_PUBLISHED
+             if any(c.config.summarizer.kind == "extractive" for c in load_results(path).configs)]
 
 
 def test_published_runs_with_extractive_summaries_exist() -> None:
@@ -60,24 +116,27 @@ def test_published_runs_with_extractive_summaries_exist() -> None:
 @requires_legalbench
 @pytest.mark.parametrize("path", PUBLISHED, ids=[p.parent.name for p in PUBLISHED])
 def test_published_extractive_summaries_are_what_the_code_writes(path: Path) -> None:
-    """The runner fits one ExtractiveSummarizer on the run's documents; refitting it here on the same documents must
-    give every published summary character for character, so a summarizer change that would make a published
-    number stale fails here (re-run and republish that run)."""
-    results = json.loads(path.read_text())
-    description = results["benchmark"]["description"]  # "LegalBench-RAG (benchmarks_mini, sampling=all, scope=all)"
-    options = dict(re.findall(r"(sampling|scope)=(\w+)", description))
-    configs = [c for c in results["configs"] if c["config"]["summarizer"] == "extractive"]
-    bench = load_legalbenchrag(LEGALBENCH, list(results["benchmark"]["datasets"]), **options)
-    for entry in configs:
-        config = entry["config"]
-        assert entry.get("summaries") and entry.get("summary_info"), (path.parent.name, config["name"], "no summaries")
-        # the summarizer's settings as the run recorded them (one extractive summarizer serves every dataset)
-        identity = next(iter(entry["summary_info"]["summarizer_identity"].values()))
-        summarizer = ExtractiveSummarizer(**{key: identity[key] for key in SUMMARIZER_SETTINGS})
-        docs = bench.to_documents(embed_metadata_keys=config["embed_metadata"])
-        summarizer.fit(docs)
+    """The runner fits one ExtractiveSummarizer on the run's documents; building it again from the recorded
+    configuration (the runner's own factory) on the benchmark loaded from the recorded loader options must give every
+    published summary character for character, so a summarizer change that would make a published number stale fails
+    here (re-run and republish that run)."""
+    results = load_results(path)
+    bench, _ = factories.load_benchmark(results.benchmark.loader_options(LEGALBENCH))
+    for entry in results.configs:
+        config = entry.config
+        if not isinstance(config.summarizer, ExtractiveSummarizerSettings):
+            continue
+        assert entry.summaries and entry.summary_info, (path.parent.name, config.name, "no summaries")
+        docs = bench.to_documents(embed_metadata_keys=config.augmentation.embed_metadata)
+        by_dataset = factories.build_summarizers(config, bench.datasets, lambda _line: None, docs)
+        summarizer = next(iter(by_dataset.values()))  # one extractive summarizer serves every dataset
+        # the settings the run recorded in its summarizer identity are the configuration's
+        recorded = next(iter(entry.summary_info.summarizer_identity.values()))
+        current = summarizer.identity()
+        for key in ("max_chars", "metadata_keys", "max_terms", "lead_chars", "term_sample_chars", "include_date"):
+            assert recorded[key] == current[key], (path.parent.name, config.name, key)
         written = {doc.id_: summarizer.summarize(doc.text, doc.metadata).summary for doc in docs}
-        assert written.keys() == entry["summaries"].keys(), config["name"]
-        changed = {doc_id: (entry["summaries"][doc_id], text) for doc_id, text in written.items()
-                   if text != entry["summaries"][doc_id]}
-        assert not changed, (path.parent.name, config["name"], changed)
+        assert written.keys() == entry.summaries.keys(), config.name
+        changed = {doc_id: (entry.summaries[doc_id], text) for doc_id, text in written.items()
+                   if text != entry.summaries[doc_id]}
+        assert not changed, (path.parent.name, config.name, changed)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from llama_index_sac.evaluation.runner import EvaluationSetupError
+from llama_index_sac.harness import report
+from llama_index_sac.harness.config import EvaluationSetupError
+from llama_index_sac.harness.results import RunResults
 
 __all__ = ["staged_output_dir", "write_run_outputs"]
 
@@ -72,19 +71,12 @@ def staged_output_dir(out: str | Path) -> Iterator[Path]:
             _remove_empty(created)
 
 
-def write_run_outputs(results: dict[str, Any], folder: Path) -> None:
-    """Write a run's files into ``folder``: ``results.json``, ``results.csv``, ``queries.csv``, ``confusions.csv``
-    and the three ``*_at_k.png`` plots (see :mod:`llama_index_sac.cli`)."""
-    from llama_index_sac.evaluation import report
-
-    (folder / "results.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+def write_run_outputs(results: RunResults, folder: Path) -> None:
+    """Write a run's files into ``folder``: ``results.json`` (the schema of :mod:`llama_index_sac.harness.results`),
+    ``results.csv``, ``queries.csv``, ``confusions.csv`` and the three ``*_at_k.png`` plots (see
+    :mod:`llama_index_sac.cli`)."""
+    (folder / "results.json").write_text(results.to_json(), encoding="utf-8")
     report.write_csv(results, folder / "results.csv")
     report.write_query_csv(results, folder / "queries.csv")
-    with (folder / "confusions.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["config", "k", "gold_document", "stolen_by", "chunks", "queries"])
-        for outcome in results["configs"]:
-            for pair in outcome["confusions"]:
-                writer.writerow([outcome["config"]["name"], results["settings"]["confusion_k"], pair["gold"],
-                                 pair["retrieved"], pair["chunks"], pair["queries"]])
+    report.write_confusions_csv(results, folder / "confusions.csv")
     report.write_plots(results, folder)
