@@ -36,7 +36,9 @@ spec = st.builds(
     lambda preset, items: preset + (":" + ",".join(items) if items else ""),
     st.sampled_from(["baseline", "sac", "sac-llm", "sac-expert", "llamaindex", "nope", ""]),
     st.lists(st.builds(lambda k, v: f"{k}={v}", st.sampled_from(["chunk_size", "chunk_overlap", "parser", "name",
-                                                                     "llm", "embed_metadata", "colour"]),
+                                                                     "llm", "embed_metadata", "colour",
+                                                                     "parser.chunk_size", "summarizer.max_chars",
+                                                                     "parser.nope"]),
                        numbers), max_size=2),
 )
 OPTIONS = {
@@ -47,7 +49,10 @@ OPTIONS = {
     "--chunk-size": numbers,
     "--chunk-overlap": numbers,
     "--confusion-k": numbers,
-    "--summary-chars": numbers,
+    "--summary-chars": numbers,  # deprecated alias of --max-chars: still exercised
+    "--max-chars": numbers,
+    "--retrieval-threads": numbers,
+    "--llm-concurrency": numbers,
     "--scope": one_of_or_text("referenced", "all"),
     "--parser": one_of_or_text("recursive", "semantic", "hybrid"),
     "--retrieval": one_of_or_text("dense", "hybrid"),

@@ -12,6 +12,7 @@ from llama_index_sac.evaluation.evaluator import (
     gold_span_id,
     locate_node,
 )
+from llama_index_sac.evaluation.confusion import confused_pairs
 from llama_index_sac.evaluation.locations import gold_span, node_locations, stored_nodes
 from llama_index_sac.evaluation.metrics import (
     DEFAULT_KS,
@@ -38,6 +39,7 @@ __all__ = [
     "SpanPrecisionMetric",
     "SpanRecallMetric",
     "aggregate",
+    "confused_pairs",
     "document_retrieval_mismatch",
     "gold_span",
     "gold_span_id",

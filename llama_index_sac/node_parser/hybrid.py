@@ -54,7 +54,7 @@ class HybridNodeParser(SpanNodeParser):
     Args (pydantic fields):
         section_parser: the :class:`SemanticNodeParser` that finds the sections (default: all-MiniLM-L6-v2,
             percentile 95, sections of unlimited size; its settings are part of this parser's cache key).
-        chunk_size / chunk_overlap: the recursive stage's limits, in characters (defaults 500 / 0, the SAC
+        chunk_size / chunk_overlap: the recursive stage's limits, in characters (the fields' defaults 500 / 0, the SAC
             paper's setting).
         separators / is_separator_regex: the recursive stage's separator hierarchy.
 
@@ -108,8 +108,8 @@ class HybridNodeParser(SpanNodeParser):
     def from_defaults(
         cls,
         embed_model: BaseEmbedding | None = None,
-        chunk_size: int = 500,
-        chunk_overlap: int = 0,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
         breakpoint_method: BreakpointMethod = "percentile",
         breakpoint_threshold_amount: float | None = None,
         buffer_size: int = 1,
@@ -135,10 +135,11 @@ class HybridNodeParser(SpanNodeParser):
             max_chunk_size=None,
             number_of_chunks=number_of_sections,
         )
-        return cls(
+        sizes: dict[str, Any] = {k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap))
+                                 if v is not None}
+        return cls(  # chunk_size / chunk_overlap: the fields' defaults unless given
             section_parser=section_parser,
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
+            **sizes,
             separators=list(separators) if separators is not None else list(DEFAULT_SEPARATORS),
             is_separator_regex=is_separator_regex,
             include_metadata=include_metadata,

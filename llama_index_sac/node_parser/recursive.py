@@ -216,39 +216,16 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
         return "RecursiveCharacterNodeParser"
 
     @classmethod
-    def from_defaults(
-        cls,
-        chunk_size: int = 500,
-        chunk_overlap: int = 0,
-        separators: Sequence[str] | None = None,
-        is_separator_regex: bool = False,
-        length_function: Callable[[str], int] | None = None,
-        include_metadata: bool = True,
-        include_prev_next_rel: bool = True,
-        **kwargs: Any,
-    ) -> RecursiveCharacterNodeParser:
-        """Build a parser; ``separators=None`` means :data:`DEFAULT_SEPARATORS`."""
-        return cls(
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            separators=list(separators) if separators is not None else list(DEFAULT_SEPARATORS),
-            is_separator_regex=is_separator_regex,
-            length_function=length_function,
-            include_metadata=include_metadata,
-            include_prev_next_rel=include_prev_next_rel,
-            **kwargs,
-        )
+    def from_defaults(cls, separators: Sequence[str] | None = None, **kwargs: Any) -> RecursiveCharacterNodeParser:
+        """Build a parser; ``separators=None`` means :data:`DEFAULT_SEPARATORS`; every other keyword is a field
+        (``chunk_size``, ``chunk_overlap``, ``length_function``...), with the fields' defaults."""
+        return cls(separators=list(separators) if separators is not None else list(DEFAULT_SEPARATORS), **kwargs)
 
     @classmethod
-    def legal(cls, chunk_size: int = 500, chunk_overlap: int = 0, **kwargs: Any) -> RecursiveCharacterNodeParser:
-        """The contract-structure preset: :data:`LEGAL_SEPARATORS` (regex) before paragraphs and sentences."""
-        return cls(
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            separators=list(LEGAL_SEPARATORS),
-            is_separator_regex=True,
-            **kwargs,
-        )
+    def legal(cls, **kwargs: Any) -> RecursiveCharacterNodeParser:
+        """The contract-structure preset: :data:`LEGAL_SEPARATORS` (regex) before paragraphs and sentences; other
+        keywords are fields (``chunk_size``, ``chunk_overlap``...)."""
+        return cls(separators=list(LEGAL_SEPARATORS), is_separator_regex=True, **kwargs)
 
     def _length(self, text: str) -> int:
         return len(text) if self.length_function is None else self.length_function(text)
