@@ -158,7 +158,7 @@ def test_published_command_lines_parse_to_the_recorded_configurations():
          "min_chunk_size (900) must not exceed max_chunk_size (800)"),  # the component's own rule
         ("sac:summarizer.max_chars=0", "summarizer.max_chars: Input should be greater than 0"),
         ("sac:summarizer.metadata_keys=title", "unknown document metadata key(s) ['title']"),
-        ("sac:retrieval=sparse", "retrieval: Input should be 'dense' or 'hybrid'"),
+        ("sac:retrieval=sparse", "retrieval: Input should be 'dense', 'hybrid' or 'document-aware'"),
         ("sac:name=", "name: String should have at least 1 character"),
     ],
 )

@@ -23,6 +23,11 @@ from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, Valid
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
+from llama_index_sac.document_retrieval import (
+    DEFAULT_CANDIDATE_TOP_K,
+    DEFAULT_FOCUS_DOCUMENTS,
+    DEFAULT_PRIOR_WEIGHT,
+)
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.semantic import BreakpointMethod
 from llama_index_sac.sentences import SentenceBackend
@@ -220,6 +225,27 @@ class AugmentationSettings(BaseModel):
         description="Document metadata keys embedded with every chunk: [] (the SAC paper's setting) or ['file_path'] "
         "(what LlamaIndex's SimpleDirectoryReader does out of the box).",
     )
+    embed_summary: bool = Field(
+        default=True,
+        description="Embed the summary with every chunk (SAC). False: the summary only feeds the document-aware "
+        "retriever's document index (chunks embedded alone, as the baseline).",
+    )
+
+
+# -- document-aware retrieval ------------------------------------------------------------------------------------
+
+
+class DocumentRetrievalSettings(BaseModel):
+    """``retrieval=document-aware``: :class:`~llama_index_sac.document_retrieval.DocumentAwareRetriever`'s settings
+    (defaults from the retriever)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prior_weight: float = Field(default=DEFAULT_PRIOR_WEIGHT, ge=0.0,
+                                description="Weight of the BM25 summary prior added to the dense score.")
+    focus_documents: int = Field(default=DEFAULT_FOCUS_DOCUMENTS, ge=0,
+                                 description="Top-prior documents that also get a dense query filtered to them.")
+    candidate_top_k: int = Field(default=DEFAULT_CANDIDATE_TOP_K, ge=1, description="Dense candidates fetched.")
 
 
 # -- the kinds, from the unions ----------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from llama_index_sac.harness.components import (
     PARSER_KINDS,
     SUMMARIZER_KINDS,
     AugmentationSettings,
+    DocumentRetrievalSettings,
     NoSummarizerSettings,
     ParserSettings,
     RecursiveParserSettings,
@@ -74,7 +75,7 @@ class MissingLLMModelError(EvaluationSetupError):
         self.config = config
 
 
-Retrieval = Literal["dense", "hybrid"]
+Retrieval = Literal["dense", "hybrid", "document-aware"]
 
 
 class RunConfig(BaseModel):
@@ -100,7 +101,11 @@ class RunConfig(BaseModel):
         default_factory=AugmentationSettings, description="Document metadata embedded with every chunk."
     )
     retrieval: Retrieval = Field(
-        default="dense", description="dense top-k, or hybrid: dense + BM25 fused by reciprocal rank."
+        default="dense", description="dense top-k; hybrid: dense + BM25 over the chunks fused by reciprocal rank; "
+        "document-aware: dense + a BM25 prior over the document summaries (DocumentAwareRetriever)."
+    )
+    document_retrieval: DocumentRetrievalSettings = Field(
+        default_factory=DocumentRetrievalSettings, description="Settings of retrieval=document-aware."
     )
 
     @model_validator(mode="before")
@@ -112,6 +117,16 @@ class RunConfig(BaseModel):
                 if isinstance(data.get(section), Mapping) and "kind" not in data[section]:
                     data[section] = {"kind": default, **data[section]}
         return data
+
+    @model_validator(mode="after")
+    def _check_document_retrieval(self) -> RunConfig:
+        if self.retrieval == "document-aware" and self.summarizer.kind == "none":
+            raise ValueError("retrieval=document-aware needs document summaries: set summarizer.kind (extractive or "
+                             "llm), and augmentation.embed_summary=false to embed the chunks alone")
+        if not self.augmentation.embed_summary and self.retrieval != "document-aware":
+            raise ValueError("augmentation.embed_summary=false only makes sense with retrieval=document-aware (the "
+                             "summaries would be used nowhere)")
+        return self
 
     @model_validator(mode="after")
     def _check_metadata(self) -> RunConfig:
@@ -129,6 +144,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sac-llm": {"name": "sac-llm", "summarizer": {"kind": "llm"}},
     "sac-expert": {"name": "sac-expert", "summarizer": {"kind": "llm", "prompt": "expert", "max_chars": 300}},
     "llamaindex": {"name": "llamaindex", "augmentation": {"embed_metadata": ["file_path"]}},
+    # issue 15: the summaries at query time too (DocumentAwareRetriever); "baseline-doc" embeds chunks alone and uses
+    # the extractive summaries for the document index only
+    "sac-doc": {"name": "sac-doc", "summarizer": {"kind": "extractive"}, "retrieval": "document-aware"},
+    "baseline-doc": {"name": "baseline-doc", "summarizer": {"kind": "extractive"},
+                     "augmentation": {"embed_summary": False}, "retrieval": "document-aware"},
 }
 
 #: Flat keys of the previous release -> their dotted key (accepted for one release, with a DeprecationWarning).
@@ -158,6 +178,8 @@ def _all_keys() -> dict[str, Any]:
             assert cls is not None
             out.update({f"{section}.{f}": info.annotation for f, info in cls.model_fields.items()})
     out.update({f"augmentation.{f}": info.annotation for f, info in AugmentationSettings.model_fields.items()})
+    out.update({f"document_retrieval.{f}": info.annotation
+                for f, info in DocumentRetrievalSettings.model_fields.items()})
     return out
 
 
@@ -197,8 +219,9 @@ def _canonical(key: str, where: str) -> str:
         close = difflib.get_close_matches(key, [*_KEYS, *DEPRECATED_KEYS], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise EvaluationSetupError(
-            f"bad option {key!r} in {where}: the keys are name, retrieval, augmentation.embed_metadata, parser.kind "
-            f"and parser.<option of that parser>, summarizer.kind and summarizer.<option of that summarizer>{hint}")
+            f"bad option {key!r} in {where}: the keys are name, retrieval, document_retrieval.<option>, "
+            f"augmentation.embed_metadata, augmentation.embed_summary, parser.kind and parser.<option of that "
+            f"parser>, summarizer.kind and summarizer.<option of that summarizer>{hint}")
     return key
 
 

@@ -26,6 +26,7 @@ from llama_index_sac.datasets._corpus import LegalBenchRAGLayout
 from llama_index_sac.datasets.base import RetrievalBenchmark
 from llama_index_sac.datasets.legalbenchrag import load_legalbenchrag
 from llama_index_sac.datasets.synthetic import synthetic_contracts
+from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.embeddings import default_embedding_model, embedding_identity
 from llama_index_sac.harness.components import (
     ExtractiveSummarizerSettings,
@@ -200,11 +201,13 @@ def build_summarizers(config: RunConfig, datasets: Sequence[str], say: Callable[
     return out
 
 
-def build_augmentation(summarizer: BaseSummarizer, settings: RunSettings) -> SummaryAugmentationTransformation:
+def build_augmentation(summarizer: BaseSummarizer, settings: RunSettings, embed_summary: bool = True
+                       ) -> SummaryAugmentationTransformation:
     """SAC with ``summarizer``: summaries cached under ``<cache_dir>/summaries``, at most ``llm_concurrency``
     concurrent LLM requests."""
     return SummaryAugmentationTransformation(
         summarizer=summarizer,
+        embed_summary=embed_summary,
         cache_dir=str(Path(settings.cache_dir) / "summaries"),
         num_workers=settings.llm_concurrency,
     )
@@ -226,6 +229,12 @@ def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseE
     dense = index.as_retriever(similarity_top_k=top_k)
     if config.retrieval == "dense":
         return dense
+    if config.retrieval == "document-aware":
+        settings = config.document_retrieval
+        return DocumentAwareRetriever(
+            index, DocumentIndex.from_nodes(nodes), similarity_top_k=top_k, prior_weight=settings.prior_weight,
+            focus_documents=settings.focus_documents, candidate_top_k=settings.candidate_top_k,
+        )
     try:
         bm25_module = require_extra("llama_index.retrievers.bm25", "bm25", "retrieval=hybrid")
     except ImportError as exc:

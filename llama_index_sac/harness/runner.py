@@ -61,7 +61,7 @@ def _augment(config: RunConfig, nodes: list[BaseNode], documents: Sequence[Docum
     calls = 0
     for members in groups.values():
         wanted = set(members)
-        transform = factories.build_augmentation(by_dataset[members[0]], settings)
+        transform = factories.build_augmentation(by_dataset[members[0]], settings, config.augmentation.embed_summary)
         part = [n for n in nodes if doc_datasets.get(n.ref_doc_id or "") in wanted]
         docs = [d for d in documents if doc_datasets[d.id_] in wanted]
         transform(part, documents=docs, show_progress=settings.show_progress)
