@@ -123,3 +123,23 @@ def test_summaries_can_be_kept_out_of_the_embedding_for_the_document_index() -> 
     plain = SummaryAugmentationTransformation(embed_summary=False)(nodes)
     assert all(n.get_content(MetadataMode.EMBED) == n.get_content(MetadataMode.NONE) for n in plain)
     assert DocumentIndex.from_nodes(plain).summaries["nda.txt"].startswith("Mutual Non-Disclosure Agreement")
+
+
+def test_the_runner_offers_it_and_weight_zero_is_plain_sac(tmp_path: Path) -> None:
+    from llama_index_sac import synthetic_contracts
+    from llama_index_sac.harness.config import EvaluationSetupError, RunSettings, parse_config
+    from llama_index_sac.harness.runner import run_evaluation
+
+    configs = [parse_config("sac"),
+               parse_config("sac-doc:document_retrieval.prior_weight=0,document_retrieval.focus_documents=0,name=w0"),
+               parse_config("sac-doc"), parse_config("baseline-doc")]
+    settings = RunSettings(ks=[1, 4], cache_dir=tmp_path, show_progress=False)
+    results = run_evaluation(synthetic_contracts(8), configs, settings, embed_model=FakeEmbedding())
+    plain, zero = results.config("sac"), results.config("w0")
+    assert [r.retrieved for r in plain.records or []] == [r.retrieved for r in zero.records or []]
+    assert results.config("sac-doc").aggregates.overall["4"].recall is not None
+    assert results.config("baseline-doc").config.augmentation.embed_summary is False
+    for bad, match in (("baseline:retrieval=document-aware", "needs document summaries"),
+                       ("sac:augmentation.embed_summary=false", "only makes sense")):
+        with pytest.raises(EvaluationSetupError, match=match):
+            parse_config(bad)
