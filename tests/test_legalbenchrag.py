@@ -7,8 +7,10 @@ import json
 import random
 import tarfile
 from pathlib import Path
+from typing import Literal
 
 import pytest
+from llama_index.core.schema import MetadataMode
 
 from llama_index_sac.datasets.legalbenchrag import (
     LegalBenchRAGError,
@@ -102,9 +104,9 @@ def test_documents_carry_file_path_ids_and_metadata(tmp_path):
     bench = load_legalbenchrag(make_data(tmp_path / "d"), ["maud"])
     (doc,) = bench.to_documents()
     assert doc.id_ == "maud/merger.txt" and doc.metadata["file_path"] == "corpus/maud/merger.txt"
-    assert doc.get_content(metadata_mode="embed") == doc.text  # nothing embedded by default
+    assert doc.get_content(metadata_mode=MetadataMode.EMBED) == doc.text  # nothing embedded by default
     (doc,) = bench.to_documents(embed_metadata_keys=["file_path"])
-    assert doc.get_content(metadata_mode="embed").startswith("file_path: corpus/maud/merger.txt")
+    assert doc.get_content(metadata_mode=MetadataMode.EMBED).startswith("file_path: corpus/maud/merger.txt")
 
 
 def test_missing_data_dir_and_missing_parts(tmp_path):
@@ -151,7 +153,9 @@ def _broken(mutate) -> dict[str, list[dict]]:
         (lambda t: t["cuad"][0]["snippets"][0].update(span=[1.0, 3]),
          r'"snippets\[0\]\.span": expected \[start, end\]'),
         (lambda t: t["cuad"][2]["snippets"][1].update(answer="Term: 3 years."),
-         r'test #2 \(query_id \'cuad-2\'\): field "snippets\[1\]\.answer": corpus\[\d+:\d+\] of \'cuad/alpha\.txt\''),
+         r'test #2 \(query_id \'cuad-2\'\): field "snippets\[1\]\.answer": the corpus and the answer differ from '
+         r"character \d+ \(offset \d+ of the span; lengths \d+ and 14\): corpus '.*' vs answer '.*Term: 3 years\.' "
+         r"in 'cuad/alpha\.txt'"),
         (lambda t: t["cuad"][1].update(query_id="cuad-0"), r'test #1 .*field "query_id": duplicate'),
         (lambda t: t["cuad"].append("not a test"), r"test #3: expected an object"),
     ],
@@ -331,7 +335,9 @@ def test_scope_all_refuses_links_leaving_the_corpus_and_survives_loops(tmp_path)
     assert SECRET not in text
 
 
-def _archive(path: Path, members: list[tuple[tarfile.TarInfo, bytes]], mode: str = "w:xz") -> None:
+def _archive(
+    path: Path, members: list[tuple[tarfile.TarInfo, bytes]], mode: Literal["w", "w:gz", "w:bz2", "w:xz"] = "w:xz"
+) -> None:
     with tarfile.open(path, mode) as tar:
         for info, data in members:
             info.size = len(data) if info.isfile() else 0
@@ -456,3 +462,11 @@ def test_archive_member_larger_than_the_cap_is_refused(tmp_path, monkeypatch):
     with pytest.raises(LegalBenchRAGError, match=r"unsafe member 'corpus/cuad/alpha\.txt': declares 86 bytes, more "
                        r"than the 40 accepted for one document"):
         load_legalbenchrag(root)
+
+
+def test_an_answer_mismatch_shows_where_they_differ() -> None:
+    from llama_index_sac.datasets.legalbenchrag import answer_mismatch
+
+    message = answer_mismatch("x" * 70 + "five years.", "x" * 70 + "ten years.", 1000)
+    assert "from character 1070 (offset 70 of the span; lengths 81 and 80)" in message
+    assert "corpus '...xxxxxxxxxxxxxxxfive years.' vs answer '...xxxxxxxxxxxxxxxten years.'" in message

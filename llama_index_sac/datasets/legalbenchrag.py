@@ -279,10 +279,8 @@ def load_legalbenchrag(
                 )
                 continue
             if text[start:end] != answer:
-                problems.append(
-                    f'{field_where}.answer": corpus[{start}:{end}] of {short_repr(file_path)} is '
-                    f"{text[start:end][:60]!r}..., not the answer {answer[:60]!r}..."
-                )
+                problems.append(f'{field_where}.answer": {answer_mismatch(text[start:end], answer, start)} '
+                                f"in {short_repr(file_path)}")
                 continue
             gold.append(LocatedSpan(file_path, start, end))
         queries.append(BenchmarkQuery(query_id=qid, query=test["query"], gold=tuple(gold), dataset=dataset))
@@ -296,3 +294,16 @@ def load_legalbenchrag(
         doc_datasets={doc_id: PurePosixPath(doc_id).parts[0] for doc_id in documents},
         description=desc,
     )
+
+
+def answer_mismatch(span_text: str, answer: str, start: int) -> str:
+    """Where a span's text and its answer first differ, with 30 characters of each around it (both strings cut at
+    the SAME prefix would hide the difference)."""
+    i = next((j for j, (a, b) in enumerate(zip(span_text, answer)) if a != b), min(len(span_text), len(answer)))
+    lo = max(0, i - 15)
+
+    def around(text: str) -> str:
+        return ("..." if lo else "") + repr(text[lo: i + 15])[1:-1] + ("..." if len(text) > i + 15 else "")
+
+    return (f"the corpus and the answer differ from character {start + i} (offset {i} of the span; lengths "
+            f"{len(span_text)} and {len(answer)}): corpus '{around(span_text)}' vs answer '{around(answer)}'")
