@@ -161,16 +161,18 @@ class NumpyVectorStore(BasePydanticVectorStore):
         matrix = self._ensure_matrix()
         q = np.asarray(query.query_embedding, dtype=np.float32)
         norm = float(np.linalg.norm(q))
-        scores = matrix @ (q / norm if norm else q)
+        unit = q / norm if norm else q
         allowed = self._candidates(query)
-        if allowed is not None:
-            scores = np.where(allowed, scores, -np.inf)
-        k = min(query.similarity_top_k, len(self._ids) if allowed is None else int(allowed.sum()))
+        # a filter scores only the rows it allows (a document filter: a few hundred rows of a large index)
+        rows = None if allowed is None else np.flatnonzero(allowed)
+        scores = matrix @ unit if rows is None else matrix[rows] @ unit
+        k = min(query.similarity_top_k, len(scores))
         if k <= 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.lexsort((top, -scores[top]))]  # by score, then insertion order
-        ids = [self._ids[i] for i in top]
+        top = top[np.lexsort((top, -scores[top]))]  # by score, then insertion order (rows are ascending)
+        index = top if rows is None else rows[top]
+        ids = [self._ids[i] for i in index]
         return VectorStoreQueryResult(
             nodes=[self._nodes[i] for i in ids], similarities=[float(scores[i]) for i in top], ids=ids
         )

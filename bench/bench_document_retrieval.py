@@ -1,0 +1,93 @@
+"""Query latency of DocumentAwareRetriever against plain dense retrieval over the 244,615-chunk index of all 714
+LegalBench-RAG documents (issue 15 goal: at most 2x, median over the 776 mini queries, side by side in one run).
+
+The chunks are the real 500-character recursive chunks of the 714 documents with their real extractive summaries
+(term table built from the 714 documents, as ``llama-sac eval`` does) and the queries are the real 776 mini queries;
+the VECTORS are seeded random unit vectors (384 dimensions, float32): latency does not depend on their values, and
+this keeps the benchmark to minutes instead of the two hours of embedding the corpus takes here. Both retrievers run
+over the same ``NumpyVectorStore`` (exact cosine), interleaved query by query.
+
+    python bench/bench_document_retrieval.py --k 64 --json /tmp/bench_docret.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from llama_index.core import MockEmbedding, StorageContext, VectorStoreIndex
+from llama_index.core.schema import QueryBundle
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_summaries import DATA  # noqa: E402
+
+from llama_index_sac import (  # noqa: E402
+    ExtractiveSummarizer,
+    NumpyVectorStore,
+    RecursiveCharacterNodeParser,
+    SummaryAugmentationTransformation,
+    load_legalbenchrag,
+)
+from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex  # noqa: E402
+from llama_index_sac.harness.environment import peak_memory_mb  # noqa: E402
+
+DATASETS = ["contractnli", "cuad", "maud", "privacy_qa"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--k", type=int, default=64)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    clock = time.perf_counter()
+    bench = load_legalbenchrag(DATA, DATASETS, scope="all")
+    documents = bench.to_documents()
+    nodes = RecursiveCharacterNodeParser(chunk_size=500)(documents)
+    summarizer = ExtractiveSummarizer().fit(documents)
+    SummaryAugmentationTransformation(summarizer=summarizer)(nodes, documents=documents)
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((len(nodes), args.dim), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for node, vector in zip(nodes, vectors):
+        node.embedding = vector.tolist()
+    store = NumpyVectorStore()
+    index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store),
+                             embed_model=MockEmbedding(embed_dim=args.dim))  # vectors are given: never called
+    documents_index = DocumentIndex.from_nodes(nodes)
+    built = time.perf_counter() - clock
+    dense = index.as_retriever(similarity_top_k=args.k)
+    aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=args.k)
+    queries = [(q.query, rng.standard_normal(args.dim).astype(np.float32)) for q in bench.queries]
+    dense.retrieve(QueryBundle(queries[0][0], embedding=queries[0][1].tolist()))  # the matrix is built once
+    plain_s, aware_s = [], []
+    for text, vector in queries:
+        bundle = QueryBundle(text, embedding=vector.tolist())
+        t0 = time.perf_counter()
+        dense.retrieve(bundle)
+        t1 = time.perf_counter()
+        aware.retrieve(QueryBundle(text, embedding=vector.tolist()))
+        t2 = time.perf_counter()
+        plain_s.append(t1 - t0)
+        aware_s.append(t2 - t1)
+    out = {
+        "chunks": len(nodes), "documents": len(documents), "queries": len(queries), "k": args.k,
+        "build_s": built, "dense_median_ms": 1000 * statistics.median(plain_s),
+        "aware_median_ms": 1000 * statistics.median(aware_s),
+        "ratio_of_medians": statistics.median(aware_s) / statistics.median(plain_s),
+        "dense_p90_ms": 1000 * sorted(plain_s)[int(0.9 * len(plain_s))],
+        "aware_p90_ms": 1000 * sorted(aware_s)[int(0.9 * len(aware_s))],
+        "peak_memory_mb": peak_memory_mb(),
+    }
+    print(json.dumps(out, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
