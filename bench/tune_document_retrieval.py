@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     if (args.data_dir is None) == (args.synthetic is None):
         sys.exit("error: give --data-dir or --synthetic N")
-    options = (LoaderOptions(source="legalbenchrag", data_dir=args.data_dir) if args.data_dir is not None
+    options = (LoaderOptions(source="legalbenchrag", data_dir=str(args.data_dir)) if args.data_dir is not None
                else LoaderOptions(source="synthetic", n_documents=args.synthetic))
     benchmark, options = load_benchmark(options)
     grid = list(itertools.product(WEIGHTS, FOCUS))

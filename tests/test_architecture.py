@@ -103,7 +103,7 @@ def test_library_imports_only_core_dependencies_at_module_level(name: str) -> No
 
 
 def test_no_import_cycles_between_modules() -> None:
-    graph = {name: set() for name in modules()}
+    graph: dict[str, set[str]] = {name: set() for name in modules()}
     for name, path in modules().items():
         for imported, _, _ in imports(path):
             target = own(imported)

@@ -23,6 +23,7 @@ from llama_index_sac import (
 )
 from llama_index_sac.augmentation import EmbedLimitWarning, markdown_table_header
 from llama_index_sac.summarizers import SummaryCache
+from tests._nodes import located_nodes, source_id, text_nodes
 from tests._summary_fakes import HTTPStatusError, RecordingLLM, document_of
 from tests.conftest import load_case
 
@@ -64,8 +65,8 @@ def test_after_parser_one_call_per_document_and_exact_offsets(parser: object) ->
     assert len(llm.prompts) == 2 and transform.summarizer_calls == 2  # one per document, never per chunk
     assert sorted(document_of(p) for p in llm.prompts) == sorted([NDA, LEASE])  # the FULL text
     texts = {d.doc_id: d.text for d in documents}
-    for node in out:
-        source = node.source_node.node_id
+    for node in located_nodes(out):
+        source = source_id(node)
         assert texts[source][node.start_char_idx: node.end_char_idx] == node.text  # P-OFFSET untouched
         summary = "Summary of the NDA." if source == "nda" else "Summary of the lease."
         assert node.metadata["document_summary"] == summary
@@ -115,7 +116,7 @@ def test_before_parser_with_our_parser_keeps_content_budget() -> None:
     llm = RecordingLLM(responder=lambda p: "S" * 140)
     documents = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm))(docs())
     assert len(llm.prompts) == 2
-    nodes = RecursiveCharacterNodeParser(chunk_size=100)(documents)
+    nodes = text_nodes(RecursiveCharacterNodeParser(chunk_size=100)(documents))
     assert all(len(n.text) <= 100 for n in nodes)  # the summary does not eat the 100 content characters
     assert max(len(n.text) for n in nodes) > 80
     assert all(n.metadata["document_summary"] == "S" * 140 for n in nodes)
@@ -148,7 +149,7 @@ def test_case_02_excluded_metadata_is_not_embedded() -> None:
                    excluded_llm_metadata_keys=variant["excluded_llm_metadata_keys"])
     nodes = RecursiveCharacterNodeParser(chunk_size=300)([doc])
     out = SummaryAugmentationTransformation()(nodes, documents=[doc])
-    for node in out:
+    for node in located_nodes(out):
         assert "Reviewer note" not in node.get_content(MetadataMode.EMBED)
         assert "Reviewer note" not in node.get_content(MetadataMode.LLM)
         assert node.metadata["reviewer_notes"].startswith("Reviewer note")
@@ -166,15 +167,15 @@ def test_case_03_embed_limit_warns_or_raises_never_cuts() -> None:
     nodes = RecursiveCharacterNodeParser(chunk_size=400 - prefix)([doc])
     transform = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm, max_chars=200), embed_limit=400,
                                                   on_embed_overflow="raise")
-    out = transform(nodes, documents=[doc])
+    out = text_nodes(transform(nodes, documents=[doc]))
     assert all(len(n.get_content(MetadataMode.EMBED)) <= 400 for n in out)
     assert "".join(n.text for n in out) == text  # P-LOSSLESS on the un-augmented text
     assert len({n.metadata["document_summary"] for n in out}) == 1
     # chunk_size == embed_limit: summary + chunk overflow -> one warning, chunks intact; or ValueError
     nodes = RecursiveCharacterNodeParser(chunk_size=400)([doc])
     with pytest.warns(EmbedLimitWarning, match="exceed embed_limit=400"):
-        out = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm, max_chars=200),
-                                                embed_limit=400)(nodes, documents=[doc])
+        out = text_nodes(SummaryAugmentationTransformation(summarizer=fake_summarizer(llm, max_chars=200),
+                                                           embed_limit=400)(nodes, documents=[doc]))
     assert "".join(n.text for n in out) == text
     nodes = RecursiveCharacterNodeParser(chunk_size=180)([doc])
     with pytest.raises(ValueError, match="summary alone leaves no room"):
@@ -194,6 +195,7 @@ def test_case_08_blank_documents_get_no_call() -> None:
     assert all("document_summary" not in d.metadata for d in out)
     assert RecursiveCharacterNodeParser(chunk_size=30)(out) == []
     extractive = SummaryAugmentationTransformation()
+    assert isinstance(extractive.summarizer, ExtractiveSummarizer)
     assert extractive(list(blank)) and extractive.summarizer.term_statistics is None  # nothing fitted, no error
 
 
@@ -204,7 +206,7 @@ def test_case_15_table_header_in_embed_prefix() -> None:
     header = "\n".join(case["input"]["header_rows"])
     doc = Document(text=text, id_="fees")
     nodes = RecursiveCharacterNodeParser(chunk_size=250)([doc])
-    out = SummaryAugmentationTransformation()(nodes, documents=[doc])
+    out = located_nodes(SummaryAugmentationTransformation()(nodes, documents=[doc]))
     for row in case["input"]["row_spans"]:
         assert any(n.start_char_idx <= row[0] and row[1] <= n.end_char_idx for n in out)  # no row cut
     data_rows = case["input"]["row_spans"][2:]
@@ -237,7 +239,7 @@ def test_embed_limit_warning_points_at_the_pipeline_run_line() -> None:
 def _run_determinism() -> str:
     case = load_case("17")
     nodes = RecursiveCharacterNodeParser(chunk_size=60)([Document(text=case["input"]["text"], id_="d17")])
-    out = SummaryAugmentationTransformation()(nodes)
+    out = text_nodes(SummaryAugmentationTransformation()(nodes))
     return repr([(n.node_id, n.text, n.start_char_idx, n.get_content(MetadataMode.EMBED)) for n in out])
 
 
@@ -292,7 +294,7 @@ def test_errors_raise_or_are_recorded_per_document(tmp_path: Path) -> None:
     out = skip(nodes, documents=docs())
     assert len(llm.prompts) == 3  # 1 + 2 retries for the NDA; the lease comes from the cache
     for node in out:
-        if node.source_node.node_id == "nda":
+        if source_id(node) == "nda":
             assert "HTTPStatusError: HTTP 503" in node.metadata["summary_error"]
             assert "document_summary" not in node.metadata  # no silent substitute
             assert "summary_error" not in node.get_content(MetadataMode.EMBED)
@@ -360,9 +362,10 @@ def test_ingestion_pipeline_and_cache_key_include_summarizer_identity() -> None:
 def test_extractive_default_uses_the_shipped_table_and_fits_nothing() -> None:
     transform = SummaryAugmentationTransformation()
     out = transform(RecursiveCharacterNodeParser(chunk_size=200)(docs()), documents=docs())
+    assert isinstance(transform.summarizer, ExtractiveSummarizer)
     assert transform.summarizer.term_statistics is None  # nothing fitted on the call's documents
     assert transform.to_dict()["summarizer_identity"]["term_statistics"]["name"] == "legal-terms-v1"
-    nda = {n.metadata["document_summary"] for n in out if n.source_node.node_id == "nda"}
+    nda = {n.metadata["document_summary"] for n in out if source_id(n) == "nda"}
     assert nda == {next(iter(nda))} and next(iter(nda)).startswith(
         "Mutual Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech Ltd.")
     assert {n.metadata["summary_strategy"] for n in out} == {"extractive"}

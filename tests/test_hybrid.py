@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 
 from llama_index_sac import EmbedLimitWarning, HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.hybrid import SECTION_METADATA_KEYS
+from tests._nodes import located_nodes, related_id
 from tests.conftest import FakeEmbedding, load_case
 from tests.semantic_helpers import (
     GOVERNING_LAW,
@@ -84,7 +86,7 @@ def test_case13_size_cap_and_offsets() -> None:
         buffer_size=params["semantic"]["buffer_size"],
     )
     doc = Document(text=text, id_="exhibits")
-    nodes = parser.get_nodes_from_documents([doc])
+    nodes = located_nodes(parser.get_nodes_from_documents([doc]))
     spans = [(n.start_char_idx, n.end_char_idx) for n in nodes]
     check_spans(text, spans, 300)
     assert "".join(n.get_content(MetadataMode.NONE) for n in nodes) == text  # P-LOSSLESS
@@ -99,7 +101,7 @@ def test_case13_size_cap_and_offsets() -> None:
         assert node.source_node is not None and node.source_node.node_id == "exhibits"
     # the later sections' chunks have offsets beyond the first section: relative to the document, not the section
     assert any(n.start_char_idx > sections[0][1] for n in nodes)
-    assert nodes[0].relationships[NodeRelationship.NEXT].node_id == nodes[1].node_id
+    assert related_id(nodes[0], NodeRelationship.NEXT) == nodes[1].node_id
 
 
 def test_case13_one_huge_section_is_still_capped() -> None:
@@ -161,8 +163,9 @@ def test_from_defaults_number_of_sections_reaches_the_section_parser() -> None:
 def test_section_metadata_is_not_embedded_and_chaining_keeps_offsets() -> None:
     text = "Preamble of the contract. " * 20 + LIABILITY + TERMINATION
     doc = Document(text=text, id_="orig", metadata={"title": "MSA"})
-    parents = RecursiveCharacterNodeParser(chunk_size=600).get_nodes_from_documents([doc])
-    nodes = make(chunk_size=150).get_nodes_from_documents(parents)
+    parents = located_nodes(RecursiveCharacterNodeParser(chunk_size=600).get_nodes_from_documents([doc]))
+    # chunks in, chunks out: the parsers accept nodes where LlamaIndex's signature says Document
+    nodes = located_nodes(make(chunk_size=150).get_nodes_from_documents(cast("list[Document]", parents)))
     assert nodes
     for node in nodes:
         assert text[node.start_char_idx : node.end_char_idx] == node.get_content(MetadataMode.NONE)
@@ -192,10 +195,10 @@ def test_count_metadata_reserves_room_in_chunk_size() -> None:
 def test_async_matches_sync_and_batches_across_documents() -> None:
     docs = [Document(text=f"Party {i} pays. " + LIABILITY + TERMINATION, id_=f"d{i}") for i in range(3)]
     embed = FakeEmbedding(embed_batch_size=1000)
-    sync_nodes = make(embed, chunk_size=150).get_nodes_from_documents(docs)
+    sync_nodes = located_nodes(make(embed, chunk_size=150).get_nodes_from_documents(docs))
     assert len(embed.calls) == 1  # one batch for the three documents
     assert len(embed.texts_embedded) == len(set(embed.texts_embedded))  # shared sentences embedded once
-    async_nodes = asyncio.run(make(chunk_size=150).aget_nodes_from_documents(docs))
+    async_nodes = located_nodes(asyncio.run(make(chunk_size=150).aget_nodes_from_documents(docs)))
     key = [(n.node_id, n.start_char_idx, n.end_char_idx, n.metadata["section_id"]) for n in sync_nodes]
     assert key == [(n.node_id, n.start_char_idx, n.end_char_idx, n.metadata["section_id"]) for n in async_nodes]
 
@@ -233,7 +236,7 @@ def test_minilm_sections_follow_the_topics() -> None:
     text = LIABILITY + TERMINATION
     parser = HybridNodeParser.from_defaults(embed_model=default_embedding_model(), chunk_size=200)
     assert parser.section_indices(text) == [(0, len(LIABILITY)), (len(LIABILITY), len(text))]
-    nodes = parser.get_nodes_from_documents([Document(text=text)])
+    nodes = located_nodes(parser.get_nodes_from_documents([Document(text=text)]))
     spans = [(n.start_char_idx, n.end_char_idx) for n in nodes]
     check_spans(text, spans, 200)
     assert not any(s < len(LIABILITY) < e for s, e in spans)

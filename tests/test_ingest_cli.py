@@ -145,6 +145,7 @@ def test_ingest_writes_sac_rows_and_query_reads_them(kind: str, tmp_path: Path) 
     assert (hits[0].doc_id, hits[0].start, hits[0].end) == (target.ref_doc_id, target.start_char_idx,
                                                             target.end_char_idx)
     assert hits[0].summary == target.metadata["document_summary"] and hits[0].text == target.text
+    assert hits[0].score is not None and hits[1].score is not None and hits[2].score is not None
     assert hits[0].score >= hits[1].score >= hits[2].score
 
 

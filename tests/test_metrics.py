@@ -520,13 +520,13 @@ def test_aggregate_names_the_bad_record_or_argument():
     with pytest.raises(ValueError, match=r"unknown metric name\(s\) \['ndcg'\]"):
         aggregate([{"dataset": "d", "scores": scores}], ks=[1], metrics=["ndcg"])
     with pytest.raises(TypeError, match=r"records\[1\] must be a mapping"):
-        aggregate([{"dataset": "d", "scores": scores}, "d"], ks=[1])
+        aggregate([{"dataset": "d", "scores": scores}, "d"], ks=[1])  # type: ignore[list-item]
     with pytest.raises(ValueError, match=r"records\[0\] has no 'dataset' key"):
         aggregate([{"scores": scores}], ks=[1])
     with pytest.raises(TypeError, match=r"records\[0\]\['scores'\] must be None or a mapping"):
         aggregate([{"dataset": "d", "scores": [0.5]}], ks=[1])
     with pytest.raises(TypeError, match="records must be an iterable of mappings"):
-        aggregate({"dataset": "d", "scores": scores}, ks=[1])
+        aggregate({"dataset": "d", "scores": scores}, ks=[1])  # type: ignore[dict-item]
     assert aggregate([{"dataset": "d", "scores": scores}], ks=[1])["overall"][1]["precision"] == 0.5
 
 
@@ -546,9 +546,9 @@ def test_adapters_refuse_reversed_gold_span_ids(metric_cls):
 
 def test_adapter_fields_and_gold_span_id_are_checked():
     with pytest.raises(ValueError, match=r"node_locations\['n1'\] span \('a.txt', 9, 2\): must satisfy"):
-        DRMMetric(node_locations={"n1": (A, 9, 2)})
+        DRMMetric(node_locations={"n1": (A, 9, 2)})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match=r"node_locations\['n1'\] must be a \(doc_id, start, end\) triple"):
-        DRMMetric(node_locations={"n1": (A, 9)})
+        DRMMetric(node_locations={"n1": (A, 9)})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="k must be an int or None, got the bool True"):
         DRMMetric(node_locations={}, k=True)
     with pytest.raises(TypeError, match=r"span must be a \(doc_id, start, end\) triple, got \('a.txt', 5\)"):

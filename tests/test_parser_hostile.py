@@ -24,6 +24,7 @@ from llama_index_sac.node_parser import (
     HybridNodeParser,
     RecursiveCharacterNodeParser,
     SemanticNodeParser,
+    SpanNodeParser,
     recursive_chunk_spans,
 )
 from llama_index_sac.node_parser._inputs import numeric_annotation
@@ -31,6 +32,7 @@ from llama_index_sac.node_parser._semantic_steps import DocumentGeometry, merge_
 from llama_index_sac.node_parser._splitter import _match_ends, regex_literal_char
 from llama_index_sac.node_parser.recursive import _LINEAR_FORMS
 from llama_index_sac.sentences import MAX_GLUED_ENDS, _hide_dense_ends, sentence_spans
+from tests._nodes import located_nodes
 from tests.conftest import FakeEmbedding
 from tests.semantic_helpers import KeywordEmbedding, check_spans
 
@@ -52,7 +54,7 @@ KINDS = {
 }
 
 
-def _parsers() -> dict[str, tuple[object, int]]:
+def _parsers() -> dict[str, tuple[SpanNodeParser, int]]:
     """name -> (parser, its size limit in characters)."""
     return {
         "recursive": (RecursiveCharacterNodeParser(), 500),
@@ -74,7 +76,7 @@ def test_adversarial_inputs_give_exact_chunks(name, kind):
     nupunkt on 200,000 characters of '."' (40,000 took 3 s: ~75 s)."""
     parser, limit = PARSERS[name]
     text = KINDS[kind](200_000)
-    nodes = parser.get_nodes_from_documents([Document(text=text, id_="doc")])
+    nodes = located_nodes(parser.get_nodes_from_documents([Document(text=text, id_="doc")]))
     spans = [(node.start_char_idx, node.end_char_idx) for node in nodes]
     assert all(node.text == text[s:e] for node, (s, e) in zip(nodes, spans))
     check_spans(text, spans, limit)

@@ -11,12 +11,13 @@ import sys
 import textwrap
 import uuid
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import pytest
 from llama_index.core.ingestion import IngestionPipeline
-from llama_index.core.schema import Document, MetadataMode
+from llama_index.core.schema import BaseNode, Document, MetadataMode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from llama_index_sac import (
@@ -81,7 +82,7 @@ def corpus_documents() -> list[Document]:
 
 
 # -- 1. one summary per document, whatever the path ------------------------------------------------------------
-def _by_node(nodes: list[Any]) -> dict[str, tuple[str, str]]:
+def _by_node(nodes: Sequence[BaseNode]) -> dict[str, tuple[str, str]]:
     return {n.node_id: (n.metadata["document_summary"], n.get_content(metadata_mode=MetadataMode.EMBED))
             for n in nodes}
 
@@ -187,6 +188,15 @@ def test_a_failed_summary_recovers_after_persist_and_load(tmp_path: Path) -> Non
     assert calls(state) == 7
 
 
+def _rows(store: NumpyVectorStore) -> dict[str, tuple[list[float], dict[str, Any]]]:
+    """Node id -> (vector, metadata) of every row of ``store`` (each row has its vector: asserted)."""
+    rows: dict[str, tuple[list[float], dict[str, Any]]] = {}
+    for n in store.get_nodes():
+        assert n.embedding is not None, n.node_id
+        rows[n.node_id] = (list(n.embedding), dict(n.metadata))
+    return rows
+
+
 @pytest.mark.parametrize("num_workers", [None, 2])
 def test_a_failed_summary_recovers_with_a_docstore_and_vector_store(tmp_path: Path, num_workers: int | None) -> None:
     (tmp_path / "down").touch()
@@ -200,7 +210,7 @@ def test_a_failed_summary_recovers_with_a_docstore_and_vector_store(tmp_path: Pa
     assert set(failed_documents(first)) == {"doc-3"}
     assert pipeline.docstore.get_document_hash("doc-3") is None  # not recorded as done
     assert not any(n.ref_doc_id == "doc-3" for n in store.get_nodes())  # no row without its summary
-    rows_before = {n.node_id: (list(n.embedding), dict(n.metadata)) for n in store.get_nodes()}
+    rows_before = _rows(store)
     embedded_before = len(embed.texts_embedded)
     (tmp_path / "down").unlink()
     second = pipeline.run(documents=_documents(), num_workers=num_workers)
@@ -209,8 +219,8 @@ def test_a_failed_summary_recovers_with_a_docstore_and_vector_store(tmp_path: Pa
     if num_workers is None:  # (workers embed with their own copies of the model)
         assert len(embed.texts_embedded) - embedded_before == len(second)  # only the recovered document
     _check_recovered(second)
-    assert len(after := store.get_nodes()) == len(rows_before) + len(second)
-    after = {n.node_id: (list(n.embedding), dict(n.metadata)) for n in store.get_nodes()}
+    assert len(store.get_nodes()) == len(rows_before) + len(second)
+    after = _rows(store)
     assert {k: v for k, v in after.items() if k in rows_before} == rows_before  # other rows untouched
     assert pipeline.run(documents=_documents(), num_workers=num_workers) == []  # nothing left to do
 
@@ -223,7 +233,9 @@ def test_failed_documents_lists_errors_and_checks_its_input() -> None:
 
 
 # -- 3. cache faults are per-document faults -------------------------------------------------------------------
-def _sac(state: Path, cache_dir: Path, on_error: str = "skip") -> SummaryAugmentationTransformation:
+def _sac(
+    state: Path, cache_dir: Path, on_error: Literal["raise", "skip"] = "skip"
+) -> SummaryAugmentationTransformation:
     return SummaryAugmentationTransformation(summarizer=FlakySummarizer(state_dir=str(state)), on_error=on_error,
                                              cache_dir=str(cache_dir))
 
@@ -297,7 +309,8 @@ def test_a_settings_change_on_an_existing_index_is_reported(tmp_path: Path) -> N
         return SACIngestionPipeline(
             transformations=[RecursiveCharacterNodeParser(chunk_size=chunk_size), SummaryAugmentationTransformation(),
                              ConstantEmbedding()],
-            docstore=SimpleDocumentStore(), vector_store=NumpyVectorStore())
+            docstore=SimpleDocumentStore(), vector_store=NumpyVectorStore(),
+            documents=None, readers=None)  # IngestionPipeline's defaults, spelled out for mypy (see the report)
 
     first = pipeline(200)
     assert first.run(documents=_documents())
@@ -315,5 +328,6 @@ def test_a_settings_change_on_an_existing_index_is_reported(tmp_path: Path) -> N
 
 
 def test_cache_dir_takes_a_path(tmp_path: Path) -> None:
-    sac = SummaryAugmentationTransformation(cache_dir=tmp_path / "summaries")
+    # a Path on purpose: the validator takes it; the field's type is the str it stores
+    sac = SummaryAugmentationTransformation(cache_dir=cast(str, tmp_path / "summaries"))
     assert sac.cache_dir == str(tmp_path / "summaries") and sac.cache is not None

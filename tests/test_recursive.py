@@ -17,6 +17,7 @@ from llama_index.core.schema import MetadataMode, NodeRelationship
 
 from llama_index_sac import LEGAL_SEPARATORS, RecursiveCharacterNodeParser
 from llama_index_sac.node_parser.recursive import recursive_chunk_spans
+from tests._nodes import located_nodes, text_nodes
 from tests.conftest import load_case
 
 
@@ -106,7 +107,7 @@ def test_properties_legal_preset(text, size):
 def test_short_document_one_node_and_empty_document_none():
     parser = RecursiveCharacterNodeParser(chunk_size=500)
     text = "The Guarantor guarantees payment."
-    nodes = parser.get_nodes_from_documents([Document(text=text, id_="d")])
+    nodes = located_nodes(parser.get_nodes_from_documents([Document(text=text, id_="d")]))
     assert [(n.text, n.start_char_idx, n.end_char_idx) for n in nodes] == [(text, 0, len(text))]
     assert parser.get_nodes_from_documents([Document(text="", id_="e"), Document(text=" \n\t ", id_="f")]) == []
 
@@ -124,7 +125,9 @@ def test_repeated_clauses_get_their_own_offsets():
     """Identical boilerplate repeated: each node points at its own occurrence, never the first (no str.find)."""
     clause = "Confidential Information shall be kept secret. "
     text = clause * 6
-    nodes = RecursiveCharacterNodeParser(chunk_size=len(clause)).get_nodes_from_documents([Document(text=text)])
+    nodes = located_nodes(
+        RecursiveCharacterNodeParser(chunk_size=len(clause)).get_nodes_from_documents([Document(text=text)])
+    )
     assert [n.start_char_idx for n in nodes] == [i * len(clause) for i in range(6)]
     assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
 
@@ -202,7 +205,7 @@ def test_case_02_metadata_budget():
         excluded_embed_metadata_keys=a["excluded_embed_metadata_keys"],
         excluded_llm_metadata_keys=a["excluded_llm_metadata_keys"],
     )
-    nodes = parser.get_nodes_from_documents([doc])
+    nodes = located_nodes(parser.get_nodes_from_documents([doc]))
     assert nodes
     for node in nodes:
         for mode in (MetadataMode.EMBED, MetadataMode.LLM):
@@ -215,7 +218,7 @@ def test_case_02_metadata_budget():
     with pytest.raises(ValueError, match=r"Metadata length \(\d+\) is longer than chunk size \(300\)"):
         parser.get_nodes_from_documents([doc_b])
     # the default (SAC paper setting) measures the chunk text only: metadata does not shrink chunks
-    plain = RecursiveCharacterNodeParser(chunk_size=300).get_nodes_from_documents([doc_b])
+    plain = text_nodes(RecursiveCharacterNodeParser(chunk_size=300).get_nodes_from_documents([doc_b]))
     assert max(len(n.text) for n in plain) > 200
 
 
@@ -314,10 +317,14 @@ def test_case_17_deterministic_across_processes_and_hash_seeds():
     first, second = _run_in_subprocess("0"), _run_in_subprocess("123")
     assert first == second
     text = load_case("17")["input"]["text"]
-    nodes = RecursiveCharacterNodeParser(chunk_size=60).get_nodes_from_documents([Document(text=text, id_="doc-17")])
+    nodes = located_nodes(
+        RecursiveCharacterNodeParser(chunk_size=60).get_nodes_from_documents([Document(text=text, id_="doc-17")])
+    )
     assert [[n.text, n.start_char_idx, n.end_char_idx, n.node_id] for n in nodes] == first
     # ids depend on the settings: another chunk size never reuses an id for another span
-    other = RecursiveCharacterNodeParser(chunk_size=61).get_nodes_from_documents([Document(text=text, id_="doc-17")])
+    other = located_nodes(
+        RecursiveCharacterNodeParser(chunk_size=61).get_nodes_from_documents([Document(text=text, id_="doc-17")])
+    )
     assert not {n.node_id for n in other} & {n.node_id for n in nodes} or all(
         (a.start_char_idx, a.end_char_idx) != (b.start_char_idx, b.end_char_idx) for a in other for b in nodes
         if a.node_id == b.node_id
@@ -341,7 +348,7 @@ def test_nodes_relationships_and_metadata():
         assert (NodeRelationship.PREVIOUS in node.relationships) == (i > 0)
         assert (NodeRelationship.NEXT in node.relationships) == (i < len(nodes) - 1)
         if i:
-            assert node.prev_node.node_id == nodes[i - 1].node_id
+            assert node.prev_node is not None and node.prev_node.node_id == nodes[i - 1].node_id
     bare = RecursiveCharacterNodeParser(chunk_size=60, include_metadata=False, include_prev_next_rel=False)
     node = bare.get_nodes_from_documents([doc])[1]
     assert node.metadata == {} and NodeRelationship.PREVIOUS not in node.relationships
@@ -351,11 +358,13 @@ def test_chained_parsers_keep_offsets_relative_to_the_original_document():
     text = "Paragraph one has words. " * 8 + "\n\n" + "Paragraph two has other words. " * 8
     doc = Document(text=text, id_="orig")
     coarse = RecursiveCharacterNodeParser(chunk_size=300).get_nodes_from_documents([doc])
-    fine = RecursiveCharacterNodeParser(chunk_size=70)(coarse)
+    fine = located_nodes(RecursiveCharacterNodeParser(chunk_size=70)(coarse))
     assert all(n.ref_doc_id == "orig" for n in fine)
     assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in fine)
     # also after LlamaIndex's own splitter, whose nodes carry offsets too
-    fine2 = RecursiveCharacterNodeParser(chunk_size=50)(SentenceSplitter(chunk_size=120, chunk_overlap=0)([doc]))
+    fine2 = located_nodes(
+        RecursiveCharacterNodeParser(chunk_size=50)(SentenceSplitter(chunk_size=120, chunk_overlap=0)([doc]))
+    )
     assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in fine2)
 
 
@@ -381,15 +390,15 @@ def test_ingestion_cache_separates_settings(tmp_path):
     cache = IngestionCache()
     small = IngestionPipeline(transformations=[RecursiveCharacterNodeParser(chunk_size=100)], cache=cache)
     large = IngestionPipeline(transformations=[RecursiveCharacterNodeParser(chunk_size=300)], cache=cache)
-    n_small = small.run(documents=[doc])
-    n_large = large.run(documents=[doc])
+    n_small = text_nodes(small.run(documents=[doc]))
+    n_large = text_nodes(large.run(documents=[doc]))
     assert {len(n.text) for n in n_small} != {len(n.text) for n in n_large}
     assert max(len(n.text) for n in n_small) <= 100 < max(len(n.text) for n in n_large)
     # length functions are part of the key too
     a = RecursiveCharacterNodeParser(chunk_size=50, length_function=lambda s: len(s.split())).to_dict()
     b = RecursiveCharacterNodeParser(chunk_size=50, length_function=lambda s: len(s)).to_dict()
     assert a["length_function"] != b["length_function"]
-    again = small.run(documents=[doc])  # served from the cache: identical nodes
+    again = text_nodes(small.run(documents=[doc]))  # served from the cache: identical nodes
     assert [(n.node_id, n.start_char_idx) for n in again] == [(n.node_id, n.start_char_idx) for n in n_small]
 
 
@@ -398,8 +407,8 @@ def test_async_parsing_matches_sync():
 
     parser = RecursiveCharacterNodeParser(chunk_size=40)
     docs = [Document(text="Term and termination. " * 10, id_="a"), Document(text="Governing law. " * 9, id_="b")]
-    sync_nodes = parser.get_nodes_from_documents(docs)
-    async_nodes = asyncio.run(parser.aget_nodes_from_documents(docs))
+    sync_nodes = text_nodes(parser.get_nodes_from_documents(docs))
+    async_nodes = text_nodes(asyncio.run(parser.aget_nodes_from_documents(docs)))
     assert [(n.node_id, n.text) for n in sync_nodes] == [(n.node_id, n.text) for n in async_nodes]
 
 

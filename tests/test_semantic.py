@@ -10,6 +10,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +21,9 @@ from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 from pydantic import ValidationError
 
 from llama_index_sac import EmbedLimitWarning, RecursiveCharacterNodeParser, SemanticNodeParser
+from llama_index_sac.node_parser.semantic import BreakpointMethod
 from llama_index_sac.sentences import sentence_spans
+from tests._nodes import located_nodes, related_id, text_nodes
 from tests.conftest import FakeEmbedding, load_case
 from tests.semantic_helpers import (
     GOVERNING_LAW,
@@ -68,8 +71,8 @@ def test_properties(text: str, method: str, buffer_size: int, min_size: int, max
     again = make(breakpoint_method=method, buffer_size=buffer_size, min_chunk_size=min_size, max_chunk_size=max_size)
     assert again.chunk_indices(text) == spans
     doc = Document(text=text, id_="doc")
-    ids = [(n.node_id, n.text) for n in parser.get_nodes_from_documents([doc])]
-    assert ids == [(n.node_id, n.text) for n in again.get_nodes_from_documents([doc])]
+    ids = [(n.node_id, n.text) for n in text_nodes(parser.get_nodes_from_documents([doc]))]
+    assert ids == [(n.node_id, n.text) for n in text_nodes(again.get_nodes_from_documents([doc]))]
 
 
 @PROPERTY_SETTINGS
@@ -82,21 +85,24 @@ def test_arbitrary_text_never_breaks(text: str, max_size: int) -> None:
 def test_nodes_offsets_source_and_links() -> None:
     text = LIABILITY + TERMINATION
     doc = Document(text=text, id_="contract", metadata={"title": "MSA"})
-    nodes = make(KeywordEmbedding(keywords=["liab", "terminat"]), buffer_size=0).get_nodes_from_documents([doc])
+    nodes = located_nodes(
+        make(KeywordEmbedding(keywords=["liab", "terminat"]), buffer_size=0).get_nodes_from_documents([doc])
+    )
     assert len(nodes) >= 2
     for node in nodes:
         assert text[node.start_char_idx : node.end_char_idx] == node.get_content(MetadataMode.NONE)
         assert node.source_node is not None and node.source_node.node_id == "contract"
         assert node.metadata == {"title": "MSA"}
-    assert nodes[0].relationships[NodeRelationship.NEXT].node_id == nodes[1].node_id
-    assert nodes[1].relationships[NodeRelationship.PREVIOUS].node_id == nodes[0].node_id
+    assert related_id(nodes[0], NodeRelationship.NEXT) == nodes[1].node_id
+    assert related_id(nodes[1], NodeRelationship.PREVIOUS) == nodes[0].node_id
 
 
 def test_chained_input_keeps_original_offsets() -> None:
     text = "Preamble of the contract. " * 30 + LIABILITY + TERMINATION
     doc = Document(text=text, id_="orig")
     parents = RecursiveCharacterNodeParser(chunk_size=400).get_nodes_from_documents([doc])
-    children = make(max_chunk_size=150).get_nodes_from_documents(parents)
+    # chunks in, chunks out: the parsers accept nodes where LlamaIndex's signature says Document
+    children = located_nodes(make(max_chunk_size=150).get_nodes_from_documents(cast("list[Document]", parents)))
     assert children
     for node in children:
         assert text[node.start_char_idx : node.end_char_idx] == node.get_content(MetadataMode.NONE)
@@ -386,8 +392,8 @@ def test_embedding_cost_is_linear_in_document_length() -> None:
 def test_async_path_matches_sync() -> None:
     docs = [Document(text=_doc(i) + " " + LIABILITY + TERMINATION, id_=f"d{i}") for i in range(3)]
     sync_embed, async_embed = FakeEmbedding(embed_batch_size=1000), FakeEmbedding(embed_batch_size=1000)
-    sync_nodes = make(sync_embed, max_chunk_size=300).get_nodes_from_documents(docs)
-    async_nodes = asyncio.run(make(async_embed, max_chunk_size=300).aget_nodes_from_documents(docs))
+    sync_nodes = located_nodes(make(sync_embed, max_chunk_size=300).get_nodes_from_documents(docs))
+    async_nodes = located_nodes(asyncio.run(make(async_embed, max_chunk_size=300).aget_nodes_from_documents(docs)))
     assert [(n.node_id, n.start_char_idx, n.end_char_idx) for n in sync_nodes] == [
         (n.node_id, n.start_char_idx, n.end_char_idx) for n in async_nodes
     ]
@@ -483,7 +489,7 @@ def test_node_ids_stable_across_processes() -> None:
         "print(json.dumps([[n.node_id, n.start_char_idx, n.end_char_idx] for n in nodes]))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    here = make(max_chunk_size=300).get_nodes_from_documents([Document(text=text, id_="doc")])
+    here = located_nodes(make(max_chunk_size=300).get_nodes_from_documents([Document(text=text, id_="doc")]))
     assert json.loads(out.strip().splitlines()[-1]) == [[n.node_id, n.start_char_idx, n.end_char_idx] for n in here]
 
 
@@ -514,7 +520,9 @@ def minilm():
     ("method", "amount"),
     [("percentile", None), ("threshold", None), ("standard_deviation", 1.0), ("interquartile", 0.5)],
 )
-def test_minilm_breaks_between_liability_and_termination(minilm, method: str, amount: float | None) -> None:
+def test_minilm_breaks_between_liability_and_termination(
+    minilm, method: BreakpointMethod, amount: float | None
+) -> None:
     text = LIABILITY + TERMINATION
     parser = SemanticNodeParser(embed_model=minilm, breakpoint_method=method, breakpoint_threshold_amount=amount)
     assert parser.chunk_indices(text) == [(0, len(LIABILITY)), (len(LIABILITY), len(text))]

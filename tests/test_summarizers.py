@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import tarfile
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 
@@ -27,7 +28,15 @@ from llama_index_sac.summarizers.legal_identity import is_privacy_text as _is_pr
 from tests._summary_fakes import HTTPStatusError, RecordingLLM, document_of
 from tests.conftest import LEGALBENCH, load_case, requires_legalbench
 
-FAST = {"retry_initial_delay": 0.0, "retry_max_delay": 0.0}
+
+class _Fast(TypedDict):
+    """LLMSummarizer keyword arguments: retries without waiting (seconds)."""
+
+    retry_initial_delay: float
+    retry_max_delay: float
+
+
+FAST: _Fast = {"retry_initial_delay": 0.0, "retry_max_delay": 0.0}
 
 # tests fit tables on a handful of texts on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:term statistics from only")
@@ -196,7 +205,7 @@ def test_extractive_on_real_legalbench_documents() -> None:
         "cuad/BICYCLETHERAPEUTICSPLC_03_10_2020-EX-10.11-SERVICE AGREEMENT.txt":
             ("Service Agreement", ["Nigel Crockett"]),
     }
-    texts = {}
+    texts: dict[str, str] = {}
     with tarfile.open(LEGALBENCH / "corpus.tar.xz") as tar:
         for member in tar:
             name = member.name.split("corpus/", 1)[-1]

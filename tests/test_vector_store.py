@@ -35,8 +35,9 @@ def test_same_top_k_as_simple_vector_store(k):
         query = VectorStoreQuery(query_embedding=rng.normal(size=16).tolist(), similarity_top_k=k)
         a, b = ours.query(query), simple.query(query)
         assert a.ids == b.ids
+        assert a.similarities is not None and b.similarities is not None
         assert np.allclose(a.similarities, b.similarities, atol=1e-5)
-        assert [n.node_id for n in a.nodes] == a.ids
+        assert a.nodes is not None and [n.node_id for n in a.nodes] == a.ids
 
 
 def test_ties_by_insertion_order_and_delete():
@@ -92,5 +93,5 @@ def test_node_ids_doc_ids_and_metadata_filters_restrict_candidates():
     assert ours.query(VectorStoreQuery(query_embedding=q, similarity_top_k=5, node_ids=[])).ids == simple.query(
         unrestricted
     ).ids
-    assert all(int(i[1:]) % 2 for i in ours.query(VectorStoreQuery(query_embedding=q, similarity_top_k=5,
-                                                                   filters=filters)).ids)
+    filtered = ours.query(VectorStoreQuery(query_embedding=q, similarity_top_k=5, filters=filters)).ids
+    assert filtered is not None and all(int(i[1:]) % 2 for i in filtered)

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from llama_index.core import VectorStoreIndex
 from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
-from llama_index.core.schema import BaseNode, Document, MetadataMode
+from llama_index.core.schema import Document, MetadataMode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
@@ -32,6 +32,7 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from llama_index_sac import LLMSummarizer, RecursiveCharacterNodeParser, SummaryAugmentationTransformation
 from llama_index_sac.augmentation import BOOKKEEPING_KEYS
 from llama_index_sac.datasets import synthetic_contracts
+from tests._nodes import LocatedNode, located_node, located_nodes, source_id
 from tests._summary_fakes import RecordingLLM, document_of
 from tests.conftest import REPO, FakeEmbedding
 
@@ -121,9 +122,9 @@ def assert_same_rows(kind: str, got: dict[str, Row], expected: dict[str, Row]) -
                                    np.frombuffer(expected[node_id].vector, np.float32), rtol=0, atol=1e-6)
 
 
-def node_of(row: Row) -> BaseNode:
-    """The node a row stores, rebuilt as the vector stores rebuild it."""
-    return metadata_dict_to_node(json.loads(row.metadata), text=row.text)
+def node_of(row: Row) -> LocatedNode:
+    """The node a row stores, rebuilt as the vector stores rebuild it (a TextNode with its offsets: asserted)."""
+    return located_node(metadata_dict_to_node(json.loads(row.metadata), text=row.text))
 
 
 def per_doc(table: dict[str, Row]) -> Counter[str]:
@@ -189,7 +190,7 @@ def test_sac_nodes_round_trip(kind: str, include_summary_in_llm: bool, tmp_path:
     texts = {d.doc_id: d.text for d in documents}
     opened = open_store(kind, tmp_path / "store")
     run = counting_pipeline(opened["vector_store"], strategy=None, include_summary_in_llm=include_summary_in_llm)
-    nodes = run.pipeline.run(documents=documents)
+    nodes = located_nodes(run.pipeline.run(documents=documents))
     original = {n.node_id: n for n in nodes}
     assert len(run.llm.prompts) == run.augment.summarizer_calls == len(documents)  # one summary per document
     assert len(run.embed.texts_embedded) == len(nodes) > 2 * len(documents)
@@ -202,8 +203,8 @@ def test_sac_nodes_round_trip(kind: str, include_summary_in_llm: bool, tmp_path:
     hits = index.as_retriever(similarity_top_k=len(nodes)).retrieve("governing law and notices")
     assert sorted(h.node.node_id for h in hits) == sorted(original)
     for hit in hits:
-        node, before = hit.node, original[hit.node.node_id]
-        text = texts[node.ref_doc_id]
+        node, before = located_node(hit.node), original[hit.node.node_id]
+        text = texts[source_id(node)]
         assert node.text == text[node.start_char_idx: node.end_char_idx] == before.text  # exact offsets
         assert (node.start_char_idx, node.end_char_idx) == (before.start_char_idx, before.end_char_idx)
         assert node.metadata == before.metadata  # summary, bookkeeping keys, file metadata: all back, same types
@@ -223,7 +224,7 @@ def test_sac_nodes_round_trip(kind: str, include_summary_in_llm: bool, tmp_path:
             assert llm_text == node.text  # no metadata shown: LlamaIndex returns the chunk as is
 
     # one query per document with a chunk's own EMBED string: that chunk comes first (its vector is that string's)
-    firsts = {}
+    firsts: dict[str | None, LocatedNode] = {}
     for node in nodes:
         firsts.setdefault(node.ref_doc_id, node)
     for node in firsts.values():
@@ -260,8 +261,8 @@ def test_persist_and_reload(kind: str, tmp_path: Path) -> None:
     for node in nodes[:: max(1, len(nodes) // 5)]:
         top = index.as_retriever(similarity_top_k=1).retrieve(node.get_content(MetadataMode.EMBED))
         assert [h.node.node_id for h in top] == [node.node_id]
-        hit = top[0].node
-        assert hit.text == texts[hit.ref_doc_id][hit.start_char_idx: hit.end_char_idx]
+        hit = located_node(top[0].node)
+        assert hit.text == texts[source_id(hit)][hit.start_char_idx: hit.end_char_idx]
         assert hit.metadata == node.metadata
 
     # the same script again (new objects, docstore loaded): nothing to do, nothing touched
@@ -329,7 +330,7 @@ def test_upserts_and_delete_removes_a_deleted_documents_rows(kind: str, tmp_path
     assert per_doc(after)[removed] == 0
     assert after == {i: r for i, r in before.items() if r.doc_id != removed}  # the others untouched
     assert len(run.llm.prompts) == prompts and len(run.embed.texts_embedded) == embedded
-    assert run.pipeline.docstore.get_document_hash(removed) is None
+    assert run.pipeline.docstore is not None and run.pipeline.docstore.get_document_hash(removed) is None
     opened["client"].close()
 
 

@@ -57,7 +57,7 @@ MIN_DOCUMENTS = 20
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
     """scikit-learn's English stop words, shipped as a data file (so scikit-learn is not a dependency)."""
-    text = resources.files("llama_index_sac.summarizers").joinpath("data", "stop_words_en.txt").read_text("utf-8")
+    text = resources.files("llama_index_sac.summarizers").joinpath("data").joinpath("stop_words_en.txt").read_text("utf-8")
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
@@ -294,6 +294,6 @@ class TermStatistics:
 
 @lru_cache(maxsize=1)
 def _default_statistics() -> TermStatistics:
-    resource = resources.files("llama_index_sac.summarizers").joinpath("data", _DEFAULT_FILE)
+    resource = resources.files("llama_index_sac.summarizers").joinpath("data").joinpath(_DEFAULT_FILE)
     data = json.loads(gzip.decompress(resource.read_bytes()).decode("utf-8"))
     return TermStatistics.from_json(data, source=f"llama_index_sac/summarizers/data/{_DEFAULT_FILE}")
