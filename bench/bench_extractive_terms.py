@@ -67,7 +67,7 @@ def main() -> None:
             times[name].append(seconds)
     same = sum(a == b for a, b in zip(outputs["old fit + summarize"], outputs["new from_texts + summarize"]))
     print(f"{len(docs)} documents, {sum(map(len, docs)):,} characters, {args.runs} interleaved runs")
-    print(f"| summarizer | median s | documents/s (median) | per run |\n|---|---:|---:|---|")
+    print("| summarizer | median s | documents/s (median) | per run |\n|---|---:|---:|---|")
     for name, values in times.items():
         median = statistics.median(values)
         print(f"| {name} | {median:.2f} | {len(docs) / median:.0f} | {', '.join(f'{v:.2f}' for v in values)} |")

@@ -1,6 +1,7 @@
 """Retrieval evaluation (library): span metrics, DRM, the evaluator and its LlamaIndex metric adapters, node
 locations and gold spans. The benchmark runner and its reports are in :mod:`llama_index_sac.harness`."""
 
+from llama_index_sac.evaluation.confusion import confused_pairs
 from llama_index_sac.evaluation.evaluator import (
     DRMMetric,
     EvaluationResult,
@@ -12,7 +13,6 @@ from llama_index_sac.evaluation.evaluator import (
     gold_span_id,
     locate_node,
 )
-from llama_index_sac.evaluation.confusion import confused_pairs
 from llama_index_sac.evaluation.locations import gold_span, node_locations, stored_nodes
 from llama_index_sac.evaluation.metrics import (
     DEFAULT_KS,

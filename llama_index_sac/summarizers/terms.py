@@ -57,7 +57,8 @@ MIN_DOCUMENTS = 20
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
     """scikit-learn's English stop words, shipped as a data file (so scikit-learn is not a dependency)."""
-    text = resources.files("llama_index_sac.summarizers").joinpath("data").joinpath("stop_words_en.txt").read_text("utf-8")
+    data = resources.files("llama_index_sac.summarizers").joinpath("data")
+    text = data.joinpath("stop_words_en.txt").read_text("utf-8")
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
