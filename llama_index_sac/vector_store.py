@@ -2,8 +2,14 @@
 
 LlamaIndex's ``SimpleVectorStore`` rebuilds a Python list of all embeddings and converts it to an array on EVERY
 query, so a query costs ``O(N * d)`` Python work: about 0.4 s per query over the 26k chunks of LegalBench-RAG-mini
-here, hours for a benchmark over the full corpus. This store keeps a row-normalised ``float32`` matrix (rebuilt
-lazily after ``add``/``delete``), so a query is one matrix-vector product plus ``numpy.argpartition``.
+here, hours for a benchmark over the full corpus. This store keeps a row-normalised ``float32`` matrix, so a query is
+one matrix-vector product plus ``numpy.argpartition``.
+
+Two ways in: :meth:`NumpyVectorStore.add` (LlamaIndex's: each node carries ``node.embedding``, a list of floats) and
+:meth:`NumpyVectorStore.add_matrix` (nodes plus a precomputed ``(n, dim)`` matrix; the nodes need no ``embedding``, so
+no Python float list is ever made: 1.5 KiB per 384-dimension row instead of about 12 KiB). Both normalise each row once
+(in ``float32``: the same bits either way); the rows of several calls are joined into one matrix lazily, at the next
+query after an ``add``/``delete``.
 
 Scores are cosine similarities, as with ``SimpleVectorStore``'s default mode; ties are broken by insertion order
 (stable). ``node_ids``, ``doc_ids`` and metadata ``filters`` restrict the candidates as in ``SimpleVectorStore``
@@ -35,12 +41,39 @@ __all__ = ["NumpyVectorStore"]
 #: Keys under which LlamaIndex's stores write a node's document id (filters on them select documents).
 _DOC_KEYS = ("ref_doc_id", "doc_id", "document_id")
 
+#: Rows normalised at a time: ``np.linalg.norm`` squares its input into a temporary of the same size, so a whole
+#: 244,615 x 384 matrix would need 358 MiB more for a moment; by blocks, 6 MiB. Each row's norm is the same either way.
+_NORM_ROWS = 4096
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    """Divide each row of a C-contiguous float32 ``matrix`` by its Euclidean norm (zero rows stay zero), in place, in
+    float32, by blocks of rows (the values are those of the whole-matrix ``matrix / norms``)."""
+    for start in range(0, matrix.shape[0], _NORM_ROWS):
+        block = matrix[start : start + _NORM_ROWS]
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        np.divide(block, np.where(norms == 0, 1.0, norms), out=block)
+    return matrix
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype}"
+    return type(value).__name__
+
+
 class NumpyVectorStore(BasePydanticVectorStore):
     """In-memory dense vector store with exact cosine top-k (numpy), storing the nodes themselves.
 
     Use it wherever LlamaIndex takes a vector store::
 
         index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=NumpyVectorStore()))
+
+    or, with vectors already in a matrix (no ``node.embedding`` needed)::
+
+        store = NumpyVectorStore()
+        store.add_matrix(nodes, vectors)  # float32 (len(nodes), dim)
+        index = VectorStoreIndex.from_vector_store(store, embed_model=embed_model)
 
     Raises:
         ValueError: on ``add`` of a node without an embedding, or embeddings of different dimensions.
@@ -49,6 +82,8 @@ class NumpyVectorStore(BasePydanticVectorStore):
 
     stores_text: bool = True
     _nodes: dict[str, BaseNode] = PrivateAttr(default_factory=dict)
+    # normalised float32 row blocks in insertion order, with the node id of each row (a later row of an id wins)
+    _blocks: list[tuple[list[str], np.ndarray]] = PrivateAttr(default_factory=list)
     _ids: list[str] = PrivateAttr(default_factory=list)
     _matrix: np.ndarray | None = PrivateAttr(default=None)
     _rows_of: dict[str, np.ndarray] | None = PrivateAttr(default=None)
@@ -62,13 +97,59 @@ class NumpyVectorStore(BasePydanticVectorStore):
         return None
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Store ``nodes`` (each with ``node.embedding``, a list of floats); returns their ids."""
+        """Store ``nodes`` (each with ``node.embedding``, a list of floats); returns their ids.
+
+        Raises:
+            ValueError: a node without an embedding, or embeddings of different dimensions."""
+        if not nodes:
+            return []
         for node in nodes:
             if node.embedding is None:
                 raise ValueError(f"node {node.node_id!r} has no embedding: embed it before adding it to the store")
-            self._nodes[node.node_id] = node
+        if len({len(node.embedding or ()) for node in nodes}) > 1:
+            raise ValueError("embeddings of different dimensions in one NumpyVectorStore")
+        matrix = np.asarray([node.embedding for node in nodes], dtype=np.float32).reshape(len(nodes), -1)
+        return self._add_block(nodes, _normalise(matrix))
+
+    def add_matrix(self, nodes: Sequence[BaseNode], matrix: np.ndarray, *, copy: bool = True) -> list[str]:
+        """Store ``nodes`` with their vectors given as the rows of ``matrix`` (``node.embedding`` is neither read nor
+        set); returns their ids. Queries score them exactly as :meth:`add` of the same vectors would.
+
+        Args:
+            nodes: the nodes, ``n`` of them (a later node with an id already stored replaces it, as in :meth:`add`).
+            matrix: real-valued array of shape ``(n, dim)``, row ``i`` the vector of ``nodes[i]`` (cast to float32).
+            copy: False lets the store take a C-contiguous float32 ``matrix`` over and normalise its rows IN PLACE
+                (no second copy of a large matrix; the caller must not use it afterwards). True (default) leaves
+                ``matrix`` untouched.
+
+        Raises:
+            TypeError: ``matrix`` is not a numpy array of real numbers, or a node is not a ``BaseNode``.
+            ValueError: ``matrix`` is not 2-D with one row per node, or its ``dim`` differs from the stored vectors'.
+        """
+        if not isinstance(matrix, np.ndarray) or not (np.issubdtype(matrix.dtype, np.floating)
+                                                      or np.issubdtype(matrix.dtype, np.integer)):
+            raise TypeError(f"matrix must be a numpy array of real numbers, got {_describe(matrix)}")
+        for node in nodes:
+            if not isinstance(node, BaseNode):
+                raise TypeError(f"nodes must be LlamaIndex BaseNode objects, got {type(node).__name__}")
+        if matrix.ndim != 2 or matrix.shape[0] != len(nodes):
+            raise ValueError(f"matrix must have shape (len(nodes), dim) = ({len(nodes)}, dim), got {matrix.shape}")
+        if not nodes:
+            return []
+        owned = not copy and matrix.dtype == np.float32 and matrix.flags.c_contiguous and matrix.flags.writeable
+        rows = matrix if owned else np.array(matrix, dtype=np.float32, order="C")
+        return self._add_block(nodes, _normalise(rows))
+
+    def _add_block(self, nodes: Sequence[BaseNode], normalised: np.ndarray) -> list[str]:
+        if self._blocks and self._blocks[0][1].shape[1] != normalised.shape[1]:
+            raise ValueError(f"embeddings of different dimensions in one NumpyVectorStore: {normalised.shape[1]} "
+                             f"added to {self._blocks[0][1].shape[1]}")
+        ids = [node.node_id for node in nodes]
+        for node_id, node in zip(ids, nodes):
+            self._nodes[node_id] = node
+        self._blocks.append((ids, normalised))
         self._matrix = None
-        return [node.node_id for node in nodes]
+        return list(ids)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Remove every node whose source document is ``ref_doc_id``."""
@@ -77,6 +158,8 @@ class NumpyVectorStore(BasePydanticVectorStore):
             del self._nodes[node_id]
         if doomed:
             self._matrix = None
+            if not self._nodes:
+                self._blocks = []
 
     def get_nodes(self, node_ids: list[str] | None = None, filters: Any = None) -> list[BaseNode]:
         """The stored nodes (all, or those of ``node_ids``), in insertion order; ``filters`` is not supported.
@@ -89,14 +172,29 @@ class NumpyVectorStore(BasePydanticVectorStore):
         return [node for node_id, node in self._nodes.items() if wanted is None or node_id in wanted]
 
     def _ensure_matrix(self) -> np.ndarray:
+        """The matrix of the stored nodes' normalised vectors, row ``i`` for ``self._ids[i]`` (insertion order)."""
         if self._matrix is None:
-            self._ids = list(self._nodes)
-            vectors = [self._nodes[node_id].embedding for node_id in self._ids]
-            if len({len(v) for v in vectors if v is not None}) > 1:
-                raise ValueError("embeddings of different dimensions in one NumpyVectorStore")
-            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(self._ids), -1)
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            self._matrix = matrix / np.where(norms == 0, 1.0, norms)
+            ids = list(self._nodes)
+            if len(self._blocks) == 1 and self._blocks[0][0] == ids:
+                matrix = self._blocks[0][1]  # one block, nothing deleted or replaced: no copy
+            else:
+                dim = self._blocks[0][1].shape[1] if self._blocks else 0
+                where: dict[str, tuple[int, int]] = {}
+                for b, (block_ids, _) in enumerate(self._blocks):
+                    for r, node_id in enumerate(block_ids):
+                        where[node_id] = (b, r)
+                matrix = np.empty((len(ids), dim), dtype=np.float32)
+                picks: list[tuple[list[int], list[int]]] = [([], []) for _ in self._blocks]
+                for i, node_id in enumerate(ids):
+                    b, r = where[node_id]
+                    picks[b][0].append(i)
+                    picks[b][1].append(r)
+                for (out_rows, in_rows), (_, block) in zip(picks, self._blocks):
+                    if out_rows:
+                        matrix[out_rows] = block[in_rows]
+            self._blocks = [(ids, matrix)] if ids else []
+            self._ids = ids
+            self._matrix = matrix
             self._rows_of = None
         return self._matrix
 
@@ -159,6 +257,8 @@ class NumpyVectorStore(BasePydanticVectorStore):
         if query.query_embedding is None:
             raise ValueError("the query has no embedding")
         matrix = self._ensure_matrix()
+        if not self._ids:
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         q = np.asarray(query.query_embedding, dtype=np.float32)
         norm = float(np.linalg.norm(q))
         unit = q / norm if norm else q

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -216,7 +217,8 @@ def build_augmentation(summarizer: BaseSummarizer, settings: RunSettings, embed_
 # -- retrieval ---------------------------------------------------------------------------------------------------
 
 
-def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseEmbedding, top_k: int) -> BaseRetriever:
+def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseEmbedding, top_k: int,
+                    vectors: np.ndarray | None = None) -> BaseRetriever:
     """Dense top-``top_k`` over ``nodes`` (their precomputed embeddings; exact cosine in ``NumpyVectorStore``), or
     ``hybrid``: dense + ``BM25Retriever`` over the same embedded text, fused by reciprocal rank (one query, no LLM).
 
@@ -224,15 +226,24 @@ def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseE
         EvaluationSetupError: hybrid retrieval without the ``bm25`` extra.
     """
     # NumpyVectorStore: exact cosine top-k like SimpleVectorStore, without rebuilding the matrix on every query
-    storage = StorageContext.from_defaults(vector_store=NumpyVectorStore())
-    index = VectorStoreIndex(nodes, embed_model=embed_model, storage_context=storage, show_progress=False)
+    store = NumpyVectorStore()
+    if vectors is None:  # the nodes carry node.embedding
+        storage = StorageContext.from_defaults(vector_store=store)
+        index = VectorStoreIndex(nodes, embed_model=embed_model, storage_context=storage, show_progress=False)
+    else:  # one float32 (len(nodes), dim) matrix, handed over (normalised in place): no per-node lists
+        store.add_matrix(nodes, vectors, copy=False)
+        index = VectorStoreIndex.from_vector_store(store, embed_model=embed_model)
     dense = index.as_retriever(similarity_top_k=top_k)
     if config.retrieval == "dense":
         return dense
     if config.retrieval == "document-aware":
         settings = config.document_retrieval
+        try:
+            documents = DocumentIndex.from_nodes(nodes)
+        except ImportError as exc:  # bm25s: the bm25 extra
+            raise EvaluationSetupError(str(exc)) from None
         return DocumentAwareRetriever(
-            index, DocumentIndex.from_nodes(nodes), similarity_top_k=top_k, prior_weight=settings.prior_weight,
+            index, documents, similarity_top_k=top_k, prior_weight=settings.prior_weight,
             focus_documents=settings.focus_documents, candidate_top_k=settings.candidate_top_k,
         )
     try:

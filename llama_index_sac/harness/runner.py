@@ -9,11 +9,21 @@ For each :class:`~llama_index_sac.harness.config.RunConfig` (side by side, one s
 3. optional Summary-Augmented Chunking: :class:`~llama_index_sac.augmentation.SummaryAugmentationTransformation`
    with an extractive or LLM summarizer (summaries cached on disk by ``summarizers.cache.SummaryCache``);
 4. the text each node is embedded with (``node.get_content(MetadataMode.EMBED)``) is embedded through the on-disk
-   :class:`~llama_index_sac.harness.cache.EmbeddingCache`, and the nodes with their precomputed embeddings go into a
-   real ``VectorStoreIndex`` (``NumpyVectorStore``: exact cosine top-k);
-5. retrieval: dense top-``max(ks)``, or hybrid dense + BM25 fused by reciprocal rank;
+   :class:`~llama_index_sac.harness.cache.EmbeddingCache` into one float32 matrix, and the nodes go with that matrix
+   into a ``NumpyVectorStore`` (exact cosine top-k) under a real ``VectorStoreIndex``
+   (``VectorStoreIndex.from_vector_store``);
+5. retrieval: dense top-``max(ks)``, hybrid dense + BM25 fused by reciprocal rank, or document-aware;
 6. :class:`~llama_index_sac.evaluation.RetrievalQualityEvaluator` scores every ``k`` from the single ranking;
    query embeddings are precomputed in a batch (and cached) and handed over in the ``QueryBundle``.
+
+Memory (it streams, one configuration at a time): no node ever holds its vector as a Python list (``node.embedding``
+stays ``None``; about 12 KiB per 384-dimension node saved), the texts to embed are computed from the nodes on demand
+(no list of them), the store keeps the nodes themselves (no copy), and each configuration's nodes, matrix and index
+are dropped once its records (plain dicts) are computed, before the next configuration is parsed. The 714-document
+LegalBench-RAG run (2 x 244,615 chunks) thus holds one configuration's nodes and one ``244,615 x 384`` float32 matrix
+(358 MiB) at a time, besides the model and the corpus: peak 2,284 MiB with MiniLM loaded, against 8,039 MiB for the
+list-based runner (``bench/bench_runner_memory.py``). The numbers are the list-based runner's, bit for bit (the same
+float32 vectors in the same rows, see ``tests/test_runner_memory.py``).
 
 The parts are built by :mod:`llama_index_sac.harness.factories`; :func:`run_evaluation` returns
 :class:`~llama_index_sac.harness.results.RunResults`.
@@ -21,11 +31,13 @@ The parts are built by :mod:`llama_index_sac.harness.factories`; :func:`run_eval
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
+import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 
@@ -50,6 +62,50 @@ __all__ = ["benchmark_info", "run_evaluation"]
 logger = logging.getLogger(__name__)
 
 
+class _EmbedTexts(Sequence[str]):
+    """The text each node is embedded with (``get_content(MetadataMode.EMBED)``), computed on access: no list of
+    every text is held (the cache reads each once for its key, and again only the texts it must compute)."""
+
+    def __init__(self, nodes: Sequence[BaseNode]) -> None:
+        self._nodes = nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [node.get_content(metadata_mode=MetadataMode.EMBED) for node in self._nodes[index]]
+        return self._nodes[index].get_content(metadata_mode=MetadataMode.EMBED)
+
+    def __iter__(self) -> Iterator[str]:
+        for node in self._nodes:
+            yield node.get_content(metadata_mode=MetadataMode.EMBED)
+
+
+class _QueryVectors(Mapping[str, list[float]]):
+    """``query_id -> vector`` over one float32 matrix; each vector becomes a list of floats only when asked for
+    (the ``QueryBundle`` of its query), with the values the list-based cache gave."""
+
+    def __init__(self, query_ids: Sequence[str], matrix: np.ndarray) -> None:
+        self._row = {query_id: i for i, query_id in enumerate(query_ids)}
+        self._matrix = matrix
+
+    def __getitem__(self, query_id: str) -> list[float]:
+        return self._matrix[self._row[query_id]].astype(np.float64).tolist()  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
 def _augment(config: RunConfig, nodes: list[BaseNode], documents: Sequence[Document], doc_datasets: dict[str, str],
              settings: RunSettings, say: Callable[[str], None]) -> SummaryInfo:
     """Apply SAC per group of datasets sharing a summarizer (in place); returns the summary info."""
@@ -71,7 +127,7 @@ def _augment(config: RunConfig, nodes: list[BaseNode], documents: Sequence[Docum
 
 
 def _run_config(config: RunConfig, benchmark: RetrievalBenchmark, embed_model: BaseEmbedding,
-                identity: dict[str, Any], cache: EmbeddingCache, query_vectors: dict[str, list[float]],
+                identity: dict[str, Any], cache: EmbeddingCache, query_vectors: Mapping[str, list[float]],
                 settings: RunSettings, log: Callable[[str], None]) -> ConfigResult:
     timings: dict[str, float] = {}
     progress = settings.show_progress
@@ -96,38 +152,43 @@ def _run_config(config: RunConfig, benchmark: RetrievalBenchmark, embed_model: B
                 summaries.setdefault(node.ref_doc_id, str(summary))
         log(f"[{config.name}] {len(summaries)} document summaries, {summary_info.summarizer_calls} computed, the "
             f"rest from the cache ({timings['summarize_s']:.1f} s)")
+    del documents, parser  # the nodes carry all that is needed from here on
 
     clock = time.perf_counter()
-    texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
+    texts = _EmbedTexts(nodes)
     before = cache.misses
-    vectors = cache.embed(texts, identity, "text", embed_model.get_text_embedding_batch, show_progress=progress,
-                          desc=f"Embedding chunks [{config.name}]")
-    for node, vector in zip(nodes, vectors):
-        node.embedding = vector
+    vectors = cache.embed_array(texts, identity, "text", embed_model.get_text_embedding_batch,
+                                show_progress=progress, desc=f"Embedding chunks [{config.name}]")
     timings["embed_s"] = time.perf_counter() - clock
     embedded = cache.misses - before
+    embedded_chars = sum(map(len, texts))
     log(f"[{config.name}] embedded {embedded} chunks, {len(nodes) - embedded} from cache ({timings['embed_s']:.1f} s)")
 
     clock = time.perf_counter()
-    retriever = factories.build_retriever(config, nodes, embed_model, max(settings.ks))
+    retriever = factories.build_retriever(config, nodes, embed_model, max(settings.ks), vectors=vectors)
+    del vectors  # the store owns the matrix now (normalised in place)
     timings["index_s"] = time.perf_counter() - clock
 
     evaluator = RetrievalQualityEvaluator(retriever=retriever, ks=settings.ks, workers=settings.retrieval_threads)
     result = evaluator.evaluate_dataset(benchmark.queries, query_vectors, show_progress=progress,
                                         desc=f"Retrieving [{config.name}]")
     timings["retrieve_s"] = result.seconds
-    records = [record.as_dict() for record in result.records]
     lengths = [node.end_char_idx - node.start_char_idx for node in nodes
                if isinstance(node, TextNode) and node.start_char_idx is not None and node.end_char_idx is not None]
+    n_chunks = len(nodes)
+    del evaluator, retriever, texts, nodes  # the index, its store and its matrix: plain records from here on
+    aggregates = _json_keys(result.aggregates)
+    records = [record.as_dict() for record in result.records]
+    del result
     return ConfigResult.model_validate({
         "config": config,
-        "n_chunks": len(nodes),
+        "n_chunks": n_chunks,
         "mean_chunk_chars": sum(lengths) / len(lengths) if lengths else 0.0,
-        "mean_embedded_chars": sum(map(len, texts)) / len(texts) if texts else 0.0,
+        "mean_embedded_chars": embedded_chars / n_chunks if n_chunks else 0.0,
         "chunks_embedded": embedded,
-        "chunks_from_cache": len(nodes) - embedded,
+        "chunks_from_cache": n_chunks - embedded,
         "timings": timings,
-        "aggregates": _json_keys(result.aggregates),
+        "aggregates": aggregates,
         "confusions": confused_pairs(records, min(settings.confusion_k, max(settings.ks)), top=50),
         "summaries": summaries,
         "summary_info": summary_info,
@@ -198,15 +259,16 @@ def run_evaluation(
     cache = EmbeddingCache(settings.cache_dir)
     try:
         clock = time.perf_counter()
-        query_list = cache.embed([q.query for q in benchmark.queries], identity, "query",
-                                 factories.query_embedder(model), show_progress=settings.show_progress,
-                                 desc="Embedding queries")
-        query_vectors = {q.query_id: v for q, v in zip(benchmark.queries, query_list)}
+        query_matrix = cache.embed_array([q.query for q in benchmark.queries], identity, "query",
+                                         factories.query_embedder(model), show_progress=settings.show_progress,
+                                         desc="Embedding queries")
+        query_vectors = _QueryVectors([q.query_id for q in benchmark.queries], query_matrix)
         query_s = time.perf_counter() - clock
         outcomes = []
         for config in configs:
             say(f"configuration {config.name}: {config.model_dump(exclude_defaults=True)}")
             outcomes.append(_run_config(config, benchmark, model, identity, cache, query_vectors, settings, say))
+            gc.collect()  # this configuration's nodes and index (LlamaIndex objects hold cycles) before the next
     finally:
         cache.close()
     recorded = RecordedSettings(
