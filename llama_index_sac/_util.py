@@ -1,7 +1,7 @@
 """Small helpers every layer of the package may use (the lowest module: it imports nothing of the package).
 
 * :func:`require_extra`: import an optional dependency, or raise one ``ImportError`` naming the extra to install.
-* :func:`stable_hash`: the ``sha256`` of the canonical JSON of a value (the one key builder of the caches and ids).
+* :func:`stable_hash`: the ``sha256`` of the canonical JSON of a value (the summary cache's key builder).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 
 from llama_index_sac._util import require_extra
 from llama_index_sac.evaluation.locations import stored_nodes
-from llama_index_sac.summarizers.terms import _stop_words
+from llama_index_sac.summarizers.terms import stop_words
 
 __all__ = ["DocumentAwareRetriever", "DocumentIndex"]
 
@@ -57,7 +57,7 @@ DEFAULT_CANDIDATE_TOP_K = 100
 
 
 def _tokens(text: str) -> list[str]:
-    stop = _stop_words()
+    stop = stop_words()
     return [t for t in _WORD_RE.findall(text.lower()) if t not in stop]
 
 

@@ -30,6 +30,7 @@ from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     FilterOperator,
     MetadataFilter,
+    MetadataFilters,
     VectorStoreQuery,
     VectorStoreQueryMode,
     VectorStoreQueryResult,
@@ -161,15 +162,13 @@ class NumpyVectorStore(BasePydanticVectorStore):
             if not self._nodes:
                 self._blocks = []
 
-    def get_nodes(self, node_ids: list[str] | None = None, filters: Any = None) -> list[BaseNode]:
-        """The stored nodes (all, or those of ``node_ids``), in insertion order; ``filters`` is not supported.
-
-        Raises:
-            NotImplementedError: ``filters`` given."""
-        if filters is not None:
-            raise NotImplementedError("NumpyVectorStore.get_nodes does not take filters")
+    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
+        """The stored nodes (all, those of ``node_ids``, and/or those ``filters`` keep: the same metadata view as
+        :meth:`query`, document-id keys included), in insertion order."""
         wanted = set(node_ids) if node_ids is not None else None
-        return [node for node_id, node in self._nodes.items() if wanted is None or node_id in wanted]
+        keep = build_metadata_filter_fn(self._metadata, filters)
+        return [node for node_id, node in self._nodes.items()
+                if (wanted is None or node_id in wanted) and keep(node_id)]
 
     def _ensure_matrix(self) -> np.ndarray:
         """The matrix of the stored nodes' normalised vectors, row ``i`` for ``self._ids[i]`` (insertion order)."""

@@ -110,6 +110,6 @@ def test_term_sample_reads_the_start_and_four_windows() -> None:
 
 def test_the_shipped_stop_words_are_scikit_learns() -> None:
     sklearn_text = pytest.importorskip("sklearn.feature_extraction.text")
-    from llama_index_sac.summarizers.terms import _stop_words
+    from llama_index_sac.summarizers.terms import stop_words
 
-    assert _stop_words() == frozenset(sklearn_text.ENGLISH_STOP_WORDS)
+    assert stop_words() == frozenset(sklearn_text.ENGLISH_STOP_WORDS)

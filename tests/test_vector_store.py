@@ -95,3 +95,22 @@ def test_node_ids_doc_ids_and_metadata_filters_restrict_candidates():
     ).ids
     filtered = ours.query(VectorStoreQuery(query_embedding=q, similarity_top_k=5, filters=filters)).ids
     assert filtered is not None and all(int(i[1:]) % 2 for i in filtered)
+
+
+def test_get_nodes_with_ids_and_filters() -> None:
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+    from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+    store = NumpyVectorStore()
+    nodes = []
+    for i, (doc, party) in enumerate([("a", "acme"), ("a", "globex"), ("b", "acme")]):
+        node = TextNode(id_=f"n{i}", text=f"t{i}", embedding=[1.0, float(i)], metadata={"party": party})
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc)
+        nodes.append(node)
+    store.add(nodes)
+    ids = [n.node_id for n in store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="ref_doc_id",
+                                                                                              value="a")]))]
+    assert ids == ["n0", "n1"]
+    acme = MetadataFilters(filters=[MetadataFilter(key="party", value="acme")])
+    assert [n.node_id for n in store.get_nodes(node_ids=["n1", "n2"], filters=acme)] == ["n2"]
+    assert [n.node_id for n in store.get_nodes()] == ["n0", "n1", "n2"]

@@ -26,7 +26,6 @@ Faults: reads never raise (an unreadable entry, a missing or misplaced folder: a
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from llama_index_sac._util import stable_hash
 from llama_index_sac.summarizers.base import SummaryResult
 
 __all__ = ["CacheWriteWarning", "SummaryCache", "SummaryCacheError", "summary_cache_key"]
@@ -65,12 +65,11 @@ def summary_cache_key(
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
-    payload = [_DOMAIN, {"text": text, "metadata": dict(metadata or {}), "summarizer": dict(summarizer_identity)}]
+    value = {"text": text, "metadata": dict(metadata or {}), "summarizer": dict(summarizer_identity)}
     try:
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        return stable_hash(value, _DOMAIN)
+    except TypeError as exc:
         raise TypeError(f"summary cache key inputs must be JSON-serializable: {exc}") from exc
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class SummaryCache:

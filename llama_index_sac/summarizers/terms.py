@@ -43,7 +43,7 @@ import numpy as np
 
 from llama_index_sac._warn import caller_stacklevel
 
-__all__ = ["TOKEN_PATTERN", "TermStatistics", "term_sample"]
+__all__ = ["TOKEN_PATTERN", "TermStatistics", "stop_words", "term_sample"]
 
 #: Word tokens: at least two characters, at least one letter; inner hyphens kept.
 TOKEN_PATTERN = r"(?u)\b(?=[\w\-]*[^\W\d_])\w[\w\-]*\w\b"
@@ -55,7 +55,7 @@ MIN_DOCUMENTS = 20
 
 
 @lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
+def stop_words() -> frozenset[str]:
     """scikit-learn's English stop words, shipped as a data file (so scikit-learn is not a dependency)."""
     data = resources.files("llama_index_sac.summarizers").joinpath("data")
     text = data.joinpath("stop_words_en.txt").read_text("utf-8")
@@ -80,7 +80,7 @@ def term_sample(text: str, budget: int) -> str:
 def _term_counts(sample: str) -> Counter[str]:
     """Occurrences of each term of ``sample``: lower-cased ``TOKEN_PATTERN`` tokens minus the stop words."""
     counts = Counter(_TOKEN_RE.findall(sample.lower()))
-    for word in counts.keys() & _stop_words():
+    for word in counts.keys() & stop_words():
         del counts[word]
     return counts
 
