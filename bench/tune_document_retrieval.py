@@ -1,5 +1,8 @@
 """Choose DocumentAwareRetriever's prior_weight and focus_documents WITHOUT the test queries (issue 15).
 
+Grid: ``prior_weight`` x ``focus_documents`` x ``name_weight`` (the names' share of the prior; 0 is the summaries
+alone); ``max_name_frequency`` stays at its default, fixed beforehand.
+
 Protocol (leave-one-dataset-out over LegalBench-RAG's four datasets): every grid point runs once on all queries
 (``llama-sac eval`` machinery, one run, embeddings from the shared cache); for each held-out dataset D the grid point
 with the best objective on the OTHER three datasets is chosen and D's scores are reported with it, so no reported
@@ -31,13 +34,18 @@ from llama_index_sac.harness.factories import load_benchmark
 from llama_index_sac.harness.results import RunResults
 from llama_index_sac.harness.runner import run_evaluation
 
-WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
-FOCUS = (0, 2, 5)
+WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 3.0)
+FOCUS = (0, 2)
+NAME_WEIGHTS = (0.0, 0.5, 1.0)
 BASES = {
     "sac": "sac-doc",
     "baseline": "baseline-doc",
     "sac-meta": "sac-doc:summarizer.metadata_keys=file_name",
 }
+
+
+def point_name(point: tuple[float, int, float]) -> str:
+    return f"w{point[0]}-f{point[1]}-n{point[2]}"
 
 
 def objective(results: RunResults, config: str, datasets: list[str]) -> float:
@@ -68,28 +76,31 @@ def main() -> None:
     options = (LoaderOptions(source="legalbenchrag", data_dir=str(args.data_dir)) if args.data_dir is not None
                else LoaderOptions(source="synthetic", n_documents=args.synthetic))
     benchmark, options = load_benchmark(options)
-    grid = list(itertools.product(WEIGHTS, FOCUS))
+    # weight 0 is plain dense retrieval whatever the rest: one point
+    grid = [(0.0, 0, 0.0)] + [p for p in itertools.product(WEIGHTS, FOCUS, NAME_WEIGHTS) if p[0] > 0]
     configs = []
-    for weight, focus in grid:
+    for weight, focus, names in grid:
         spec = BASES[args.base]
         sep = "," if ":" in spec else ":"
         configs.append(parse_config(f"{spec}{sep}document_retrieval.prior_weight={weight},"
-                                    f"document_retrieval.focus_documents={focus},name=w{weight}-f{focus}"))
+                                    f"document_retrieval.focus_documents={focus},"
+                                    f"document_retrieval.name_weight={names},"
+                                    f"name={point_name((weight, focus, names))}"))
     results = run_evaluation(benchmark, configs, RunSettings(show_progress=False), log=print)
     datasets = results.datasets
     folds: dict[str, Any] = {}
     for held_out in datasets:
         train = [d for d in datasets if d != held_out]
-        best = max(grid, key=lambda p: (objective(results, f"w{p[0]}-f{p[1]}", train), -p[0], -p[1]))
-        name = f"w{best[0]}-f{best[1]}"
-        folds[held_out] = {"chosen": {"prior_weight": best[0], "focus_documents": best[1]},
+        best = max(grid, key=lambda p: (objective(results, point_name(p), train), -p[0], -p[1], -p[2]))
+        name = point_name(best)
+        folds[held_out] = {"chosen": {"prior_weight": best[0], "focus_documents": best[1], "name_weight": best[2]},
                            "train_objective": objective(results, name, train),
                            "held_out": means(results, name, held_out),
-                           "held_out_plain": means(results, "w0.0-f0", held_out)}
-    votes = Counter((f["chosen"]["prior_weight"], f["chosen"]["focus_documents"]) for f in folds.values())
+                           "held_out_plain": means(results, point_name(grid[0]), held_out)}
+    votes = Counter(tuple(f["chosen"].values()) for f in folds.values())
     default = sorted(votes.items(), key=lambda item: (-item[1], item[0]))[0][0]
     report = {"base": args.base, "benchmark": results.benchmark.description, "grid": grid, "folds": folds,
-              "default": {"prior_weight": default[0], "focus_documents": default[1]},
+              "default": {"prior_weight": default[0], "focus_documents": default[1], "name_weight": default[2]},
               "per_point": {c.name: {d: means(results, c.name, d) for d in datasets} for c in configs}}
     print(json.dumps({k: report[k] for k in ("base", "folds", "default")}, indent=2))
     if args.json:

@@ -6,6 +6,8 @@ Reuter et al., "Towards Reliable Retrieval in RAG Systems for Large Legal Datase
 from typing import TYPE_CHECKING
 
 from llama_index_sac.augmentation import SummaryAugmentationTransformation
+from llama_index_sac.document_names import distinctive_names
+from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.embeddings import EmbedLimitWarning, default_embedding_model
 from llama_index_sac.evaluation import (
     DRMMetric,
@@ -73,6 +75,8 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "BaseSummarizer",
     "CacheWriteWarning",
+    "DocumentAwareRetriever",
+    "DocumentIndex",
     "SACIngestionPipeline",
     "SettingsChangedWarning",
     "SummaryCacheError",
@@ -96,6 +100,7 @@ __all__ = [
     "SpanNodeParser",
     "__version__",
     "default_embedding_model",
+    "distinctive_names",
     "DRMMetric",
     "EvaluationResult",
     "NodeLocationError",

@@ -15,7 +15,7 @@ LAYERS = [
     ("spans", "tables", "sentences"),
     ("embeddings", "vector_store", "node_parser"),
     ("summarizers",),
-    ("documents", "summarizing", "augmentation", "evaluation"),
+    ("documents", "document_names", "summarizing", "augmentation", "evaluation"),
     ("ingestion", "document_retrieval"),
     HARNESS,
 ]

@@ -10,7 +10,7 @@ from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from llama_index_sac import NumpyVectorStore
-from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.document_retrieval import DEFAULT_NAME_WEIGHT, DocumentAwareRetriever, DocumentIndex
 from tests.conftest import FakeEmbedding, RecordingEmbedding
 
 pytest.importorskip("bm25s")
@@ -24,7 +24,7 @@ CLAUSE = "The Receiving Party shall keep the Confidential Information secret for
 
 
 def chunk(doc_id: str, i: int, text: str) -> TextNode:
-    node = TextNode(text=text, id_=f"{doc_id}#{i}", start_char_idx=0, end_char_idx=len(text),
+    node = TextNode(text=text, id_=f"{doc_id}#{i}", start_char_idx=1000 * i, end_char_idx=1000 * i + len(text),
                     metadata={"document_summary": SUMMARIES[doc_id]})
     node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc_id)
     return node
@@ -50,7 +50,7 @@ def corpus() -> list[TextNode]:
 
 
 def test_prior_is_bm25_over_summaries_normalised_per_query(tmp_path: Path) -> None:
-    index = DocumentIndex.from_nodes(corpus())
+    index = DocumentIndex.from_nodes(corpus(), names=False)
     assert index.doc_ids == list(SUMMARIES) and len(index) == 3
     prior = index.prior("In the NDA between Kestrel Analytics and Marlow, how long is information kept secret?")
     assert prior.shape == (3,) and prior[0] == 1.0 and prior.max() == 1.0 and prior[2] < prior[0]
@@ -146,7 +146,80 @@ def test_the_runner_offers_it_and_weight_zero_is_plain_sac(tmp_path: Path) -> No
     assert [r.retrieved for r in plain.records or []] == [r.retrieved for r in zero.records or []]
     assert results.config("sac-doc").aggregates.overall["4"].recall is not None
     assert results.config("baseline-doc").config.augmentation.embed_summary is False
+    assert results.config("sac-doc").config.document_retrieval.name_weight == DEFAULT_NAME_WEIGHT
+    with pytest.raises(ValueError, match="name_weight"):
+        parse_config("sac-doc:document_retrieval.name_weight=1.5")
     for bad, match in (("baseline:retrieval=document-aware", "needs document summaries"),
                        ("sac:augmentation.embed_summary=false", "only makes sense")):
         with pytest.raises(EvaluationSetupError, match=match):
             parse_config(bad)
+
+
+# -- distinctive names (document_names) and the names' share of the prior -----------------------------------------
+
+
+def test_name_tokens_keep_capitalised_words_and_drop_possessives_and_stop_words() -> None:
+    from llama_index_sac.document_names import name_tokens, query_tokens, word_tokens
+
+    text = "Consider Motorola's Non-Disclosure Agreement between CEII and 23andMe; The 2017-18 non-Disclosure X a-B."
+    assert name_tokens(text) == ["consider", "motorola", "non-disclosure", "agreement", "ceii", "23andme"]
+    assert word_tokens("Fiverr’s policy: the data-") == ["fiverr", "policy", "data"]
+    # a query that capitalises only stop words is looked up with all its words
+    assert query_tokens("what does the acme nda say?") == word_tokens("what does the acme nda say?")
+    assert query_tokens("In the Acme MSA, what is the notice period?") == ["acme", "msa"]
+    with pytest.raises(TypeError, match="str"):
+        name_tokens(b"Acme")  # type: ignore[arg-type]
+
+
+def test_distinctive_names_are_the_names_few_reference_documents_contain() -> None:
+    from llama_index_sac import TermStatistics
+    from llama_index_sac.document_names import distinctive_names
+
+    table = TermStatistics({"agreement": 50, "acme": 1, "receiving": 30, "party": 40, "kestrel": 4}, 100)
+    text = "This Agreement between Acme and Kestrel. The Receiving Party and ACME keep Zyx secret."
+    assert distinctive_names(text, statistics=table, max_document_frequency=0.05) == {"acme": 2, "kestrel": 1,
+                                                                                       "zyx": 1}
+    assert distinctive_names(text, statistics=table, max_document_frequency=0.04) == {"acme": 2, "zyx": 1}
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="max_document_frequency"):
+            distinctive_names(text, max_document_frequency=bad)
+    with pytest.raises(TypeError, match="TermStatistics"):
+        distinctive_names(text, statistics={"acme": 1})  # type: ignore[arg-type]
+
+
+def named_only_in_the_text() -> list[TextNode]:
+    """Three NDAs whose summaries are identical; only the text names the company (as users' queries do)."""
+    out = []
+    for doc_id, company in (("a.txt", "Motorola"), ("b.txt", "Velco"), ("c.txt", "Seeed")):
+        first = f"This Non-Disclosure Agreement is made by {company}, the Disclosing Party. "
+        second = f"{company} may end it. " + CLAUSE
+        for i, (start, text) in enumerate(((0, first), (len(first) - 10, first[-10:] + second))):  # overlapping
+            node = TextNode(text=text, id_=f"{doc_id}#{i}", start_char_idx=start, end_char_idx=start + len(text),
+                            metadata={"document_summary": "Non-Disclosure Agreement. Key terms: Receiving."})
+            node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc_id)
+            out.append(node)
+    return out
+
+
+def test_names_find_the_document_its_summary_does_not_name(tmp_path: Path) -> None:
+    nodes = named_only_in_the_text()
+    query = "Consider Velco's Non-Disclosure Agreement; may the Receiving Party keep copies?"
+    summaries_only = DocumentIndex.from_nodes(nodes, names=False)
+    assert summaries_only.names is None and summaries_only.prior(query).tolist() == [1.0, 1.0, 1.0]
+    index = DocumentIndex.from_nodes(nodes, name_weight=0.5)
+    # the text rebuilt from the overlapping chunks counts each name once per use: "Velco" twice
+    assert index.names is not None and index.names["b.txt"] == {"velco": 2}
+    assert index.prior(query).tolist() == [0.5, 1.0, 0.5]  # (1 - 0.5) * 1 (summaries) + 0.5 * (names: b only)
+    assert DocumentIndex.from_nodes(nodes, name_weight=1.0).prior_of(query) == {"b.txt": 1.0}
+    loaded = DocumentIndex.load(index.save(tmp_path / "docs.json"))
+    assert (loaded.names, loaded.name_weight) == (index.names, 0.5)
+    assert loaded.prior(query).tolist() == index.prior(query).tolist()
+    # a summaries-only file of the first format still loads
+    (tmp_path / "v1.json").write_text('{"format": "llama-index-sac/document-index/v1", "summaries": {"a": "NDA"}}')
+    assert DocumentIndex.load(tmp_path / "v1.json").names is None
+    with pytest.raises(ValueError, match="name_weight"):
+        DocumentIndex({"a": "x"}, name_weight=1.5)
+    with pytest.raises(ValueError, match="without a summary"):
+        DocumentIndex({"a": "x"}, {"b": {"acme": 1}})
+    with pytest.raises(TypeError, match="counts"):
+        DocumentIndex({"a": "x"}, {"a": {"acme": 0}})

@@ -353,11 +353,17 @@ def test_docs_recipe_update_run_with_the_extractive_summarizer(kind: str, tmp_pa
         namespace["rows_on_open"] = rows(kind, namespace["client"])
         run_recipe("pipeline", namespace)
         run_recipe("query", namespace)
+        run_recipe("document-aware", namespace)
         return namespace
 
     first = script(documents, tmp_path / "store", tmp_path / "pipeline")
     assert first["rows_on_open"] == {}
     assert len(first["hits"]) == 8 and {h.node.ref_doc_id for h in first["hits_in_contract"]} == {changed_id}
+    # the document index read back from the store: every document, its summary as stored, names from its text
+    doc_index = first["document_index"]
+    assert sorted(doc_index.doc_ids) == sorted(d.doc_id for d in documents)
+    assert doc_index.summaries == {d: s.pop() for d, s in summaries(rows(kind, first["client"])).items()}
+    assert all(doc_index.names[d.doc_id] for d in documents) and len(first["hits_aware"]) == 8
     first["client"].close()
 
     update = script(updated, tmp_path / "store", tmp_path / "pipeline")  # the same script, a new process's objects

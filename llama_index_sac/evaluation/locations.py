@@ -177,15 +177,16 @@ def _store_nodes(store: BasePydanticVectorStore) -> list[BaseNode]:
         ) from exc
 
 
-def _row_node(row_id: Any, metadata: Mapping[str, Any] | None, store: Any) -> BaseNode:
-    """The node LlamaIndex stored as ``metadata["_node_content"]`` (JSON) in row ``row_id`` of ``store``."""
+def _row_node(row_id: Any, metadata: Mapping[str, Any] | None, store: Any, text: str | None = None) -> BaseNode:
+    """The node LlamaIndex stored as ``metadata["_node_content"]`` (JSON) in row ``row_id`` of ``store``, with
+    ``text`` when the store keeps the text beside the metadata (Chroma)."""
     if not metadata or "_node_content" not in metadata:
         raise ValueError(
             f"row {row_id!r} of the {type(store).__name__} has no '_node_content' metadata: it was not written by "
             "LlamaIndex's vector store, so it names no node, document or offsets"
         )
     try:
-        return metadata_dict_to_node(dict(metadata))
+        return metadata_dict_to_node(dict(metadata), text=text)
     except (ValueError, TypeError, json.JSONDecodeError) as exc:  # pydantic's ValidationError is a ValueError
         raise ValueError(f"row {row_id!r} of the {type(store).__name__}: unreadable '_node_content': {exc}") from exc
 
@@ -196,9 +197,10 @@ def _chroma_nodes(store: Any, page_size: int) -> Iterator[BaseNode]:
         raise ValueError("the ChromaVectorStore has no collection: pass chroma_collection= when creating it")
     total = collection.count()
     for offset in range(0, total, page_size):  # one request per page, never the whole collection at once
-        page = collection.get(limit=page_size, offset=offset, include=["metadatas"])
-        for row_id, metadata in zip(page["ids"], page["metadatas"] or []):
-            yield _row_node(row_id, metadata, store)
+        page = collection.get(limit=page_size, offset=offset, include=["metadatas", "documents"])
+        texts = page.get("documents") or [None] * len(page["ids"])
+        for row_id, metadata, text in zip(page["ids"], page["metadatas"] or [], texts):
+            yield _row_node(row_id, metadata, store, text)
 
 
 def _qdrant_nodes(store: Any, page_size: int) -> Iterator[BaseNode]:

@@ -23,9 +23,11 @@ from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, Valid
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
+from llama_index_sac.document_names import DEFAULT_MAX_DOCUMENT_FREQUENCY
 from llama_index_sac.document_retrieval import (
     DEFAULT_CANDIDATE_TOP_K,
     DEFAULT_FOCUS_DOCUMENTS,
+    DEFAULT_NAME_WEIGHT,
     DEFAULT_PRIOR_WEIGHT,
 )
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
@@ -246,6 +248,11 @@ class DocumentRetrievalSettings(BaseModel):
     focus_documents: int = Field(default=DEFAULT_FOCUS_DOCUMENTS, ge=0,
                                  description="Top-prior documents that also get a dense query filtered to them.")
     candidate_top_k: int = Field(default=DEFAULT_CANDIDATE_TOP_K, ge=1, description="Dense candidates fetched.")
+    name_weight: float = Field(default=DEFAULT_NAME_WEIGHT, ge=0.0, le=1.0,
+                               description="Share of the distinctive-names match in the document prior.")
+    max_name_frequency: float = Field(default=DEFAULT_MAX_DOCUMENT_FREQUENCY, gt=0.0, le=1.0,
+                                      description="A name is distinctive below this share of the reference "
+                                                  "table's documents.")
 
 
 # -- the kinds, from the unions ----------------------------------------------------------------------------------

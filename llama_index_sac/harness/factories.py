@@ -239,7 +239,9 @@ def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseE
     if config.retrieval == "document-aware":
         settings = config.document_retrieval
         try:
-            documents = DocumentIndex.from_nodes(nodes)
+            documents = DocumentIndex.from_nodes(
+                nodes, names=settings.name_weight > 0, name_weight=settings.name_weight,
+                max_document_frequency=settings.max_name_frequency)
         except ImportError as exc:  # bm25s: the bm25 extra
             raise EvaluationSetupError(str(exc)) from None
         return DocumentAwareRetriever(

@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 from llama_index_sac._util import require_extra
 from llama_index_sac.augmentation import SummaryAugmentationTransformation
+from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.harness.components import LLMSummarizerSettings, settings_class
 from llama_index_sac.harness.factories import build_llm_summarizer, build_parser, load_embedding_model, model_identity
 from llama_index_sac.harness.ingest_io import (
@@ -372,10 +373,13 @@ class QueryHit:
 
 
 def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac", k: int = 5,
-          embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None) -> list[QueryHit]:
+          embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
+          document_aware: bool = False) -> list[QueryHit]:
     """The ``k`` chunks of the collection closest to ``question``, best first.
 
     The embedding model is ``embed_model``, else ``embed_model_name``, else the one the collection was ingested with.
+    With ``document_aware``, :class:`~llama_index_sac.document_retrieval.DocumentAwareRetriever` with its defaults
+    ranks them (its document index is read from the collection: every row once per call).
 
     Raises:
         IngestError: an empty question, ``k < 1``, a missing store or collection, or an embedding model other than
@@ -398,7 +402,14 @@ def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac
             raise IngestError(f"collection {collection!r} was embedded with {recorded['settings']['embed_model']}, "
                               f"not {model_identity(embed)}: pass that --embed-model")
         index = VectorStoreIndex.from_vector_store(vector_store, embed_model=embed)
-        hits = index.as_retriever(similarity_top_k=k).retrieve(question)
+        if document_aware:
+            try:
+                documents = DocumentIndex.from_source(vector_store)
+            except ValueError as exc:  # no summaries: not a SAC collection
+                raise IngestError(f"--document-aware: {exc}") from None
+            hits = DocumentAwareRetriever(index, documents, similarity_top_k=k).retrieve(question)
+        else:
+            hits = index.as_retriever(similarity_top_k=k).retrieve(question)
     return [QueryHit(doc_id=h.node.ref_doc_id or h.node.node_id, start=getattr(h.node, "start_char_idx", None),
                      end=getattr(h.node, "end_char_idx", None), score=h.score,
                      summary=h.node.metadata.get("document_summary"), text=h.node.get_content())

@@ -111,13 +111,17 @@ def query_command(
     k: Annotated[int, typer.Option("--k", help="Number of chunks.")] = 5,
     embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
                                                     "ingested with).")] = None,
+    document_aware: Annotated[bool, typer.Option(
+        "--document-aware", help="Rank with DocumentAwareRetriever: the documents' summaries and names weigh in.")
+    ] = False,
 ) -> None:
     """Print the top-k chunks of a question: document, character offsets, score, document summary, chunk text."""
     logging.basicConfig(level=logging.WARNING)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
-            hits = query(question, vector_store, collection=collection, k=k, embed_model_name=embed_model)
+            hits = query(question, vector_store, collection=collection, k=k, embed_model_name=embed_model,
+                         document_aware=document_aware)
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
