@@ -41,7 +41,10 @@ _CANDIDATE_RE = re.compile(r"(?<![\w\-])[^\W_a-z][\w\-]*")
 
 def _words(text: str, names_only: bool) -> list[str]:
     """``TOKEN_PATTERN`` words of ``text`` (at least two characters, a letter, no edge hyphen), lower-cased, stop
-    words out; with ``names_only`` only those starting with an upper-case letter or a digit."""
+    words out; with ``names_only`` only those starting with an upper-case letter or a digit. Raises ``TypeError``
+    when ``text`` is not a str."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
     stop = stop_words()
     out = []
     for run in (_CANDIDATE_RE if names_only else _RUN_RE).findall(text):
@@ -61,8 +64,6 @@ def name_tokens(text: str) -> list[str]:
 
     Raises:
         TypeError: ``text`` is not a str."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
     return _words(text, names_only=True)
 
 
@@ -72,8 +73,6 @@ def word_tokens(text: str) -> list[str]:
 
     Raises:
         TypeError: ``text`` is not a str."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
     return _words(text, names_only=False)
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
@@ -223,3 +225,32 @@ def test_names_find_the_document_its_summary_does_not_name(tmp_path: Path) -> No
         DocumentIndex({"a": "x"}, {"b": {"acme": 1}})
     with pytest.raises(TypeError, match="counts"):
         DocumentIndex({"a": "x"}, {"a": {"acme": 0}})
+
+
+_NAMEY = st.text(alphabet=st.sampled_from(list("AbCdEz19-_'’ .,;\n\tÉé")), max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_NAMEY)
+def test_name_tokens_are_lower_cased_words_of_the_text(text: str) -> None:
+    from llama_index_sac.document_names import name_tokens, word_tokens
+
+    low = text.lower()
+    for token in name_tokens(text):
+        assert token == token.lower() and len(token) >= 2 and any(c.isalpha() for c in token)
+        assert token in low and not token.startswith("-") and not token.endswith("-")
+    assert set(name_tokens(text)) <= set(word_tokens(text))  # names are words that start capitalised
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_NAMEY, min_size=1, max_size=5), _NAMEY)
+def test_the_prior_is_in_0_1_with_its_maximum_at_1_or_all_zero(texts: list[str], query: str) -> None:
+    from llama_index_sac import distinctive_names
+
+    summaries = {f"d{i}": text[:60] for i, text in enumerate(texts)}
+    names = {f"d{i}": dict(distinctive_names(text)) for i, text in enumerate(texts)}
+    for weight in (0.0, 0.5, 1.0):
+        prior = DocumentIndex(summaries, names, name_weight=weight).prior(query)
+        assert prior.shape == (len(texts),) and ((prior >= 0) & (prior <= 1 + 1e-12)).all()
+        # each match is divided by its own maximum: the best document of a matching part gets its whole share
+        assert prior.max() == 0 or prior.max() >= (0.5 if weight == 0.5 else 1.0) - 1e-12
