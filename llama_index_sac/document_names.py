@@ -7,9 +7,9 @@ Words every contract capitalises ("Agreement", "Confidential Information", "Rece
 identity, and a fixed 150-character summary has room for a few names only. :func:`distinctive_names` keeps the
 first kind from the WHOLE document text:
 
-* **name tokens** (:func:`name_tokens`): ``TOKEN_PATTERN`` words of the original text (at least two characters,
-  inner hyphens kept, so a possessive ``Motorola's`` gives ``motorola``) whose first character is an upper-case
-  letter, or a digit when the word also has a letter (``23andMe``, ``3M``); lower-cased; English stop words out;
+* **name tokens** (:func:`name_tokens`): ``TOKEN_PATTERN`` words of the original text (at least two characters and
+  a letter, inner hyphens kept; an apostrophe ends a word, so a possessive ``Motorola's`` gives ``motorola``) whose
+  first character is an upper-case letter, or a digit (``23andMe``, ``3M``); lower-cased; English stop words out;
 * **distinctive** ones: contained in fewer than ``max_document_frequency`` of the documents of a reference table of
   document frequencies (:class:`~llama_index_sac.summarizers.terms.TermStatistics`, the shipped ``legal-terms-v1`` by
   default: 714 legal documents). A word the table has never seen counts as the rarest.
