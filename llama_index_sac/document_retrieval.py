@@ -57,6 +57,7 @@ from llama_index_sac.document_names import (
     query_tokens,
     word_tokens,
 )
+from llama_index_sac.documents import reconstruct_text
 from llama_index_sac.evaluation.locations import stored_nodes
 from llama_index_sac.summarizers.terms import TermStatistics
 
@@ -90,29 +91,18 @@ def _normalised(index: Any, tokens: list[str], n: int) -> np.ndarray:
 
 
 def _document_texts(nodes: Iterable[BaseNode]) -> dict[str, str]:
-    """Each document's text from its chunks: in offset order, overlaps read once, a newline where chunks leave a
-    gap (chunks without offsets are appended after a newline, in the order seen)."""
-    parts: dict[str, list[tuple[float, int, str]]] = {}
-    for seen, node in enumerate(nodes):
-        if node.ref_doc_id is None:
-            continue
-        start = getattr(node, "start_char_idx", None)
-        parts.setdefault(node.ref_doc_id, []).append(
-            (float("inf") if start is None else float(start), seen, node.get_content(metadata_mode=MetadataMode.NONE)))
+    """Each document's text rebuilt from its chunks by :func:`~llama_index_sac.documents.reconstruct_text`; when a
+    document's chunks lack exact offsets (or disagree), their texts joined by newlines in the order seen."""
+    chunks: dict[str, list[BaseNode]] = {}
+    for node in nodes:
+        if node.ref_doc_id is not None:
+            chunks.setdefault(node.ref_doc_id, []).append(node)
     texts = {}
-    for doc_id, chunks in parts.items():
-        chunks.sort(key=lambda item: (item[0], item[1]))
-        out: list[str] = []
-        end: float | None = None
-        for start, _, text in chunks:
-            if start == float("inf"):
-                out.append("\n" + text)
-                continue
-            if end is not None and start > end:
-                out.append("\n")
-            out.append(text[int(max(0.0, end - start)) if end is not None else 0:])
-            end = start + len(text) if end is None else max(end, start + len(text))
-        texts[doc_id] = "".join(out)
+    for doc_id, members in chunks.items():
+        try:
+            texts[doc_id] = reconstruct_text(doc_id, members)[0]
+        except ValueError:
+            texts[doc_id] = "\n".join(n.get_content(metadata_mode=MetadataMode.NONE) for n in members)
     return texts
 
 
