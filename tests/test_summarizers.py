@@ -131,7 +131,35 @@ def test_extractive_finds_type_parties_date_behind_cover_page() -> None:
     assert find_parties(
         "AGREEMENT AND PLAN OF MERGER by and among SKY PARENT INC. PROJECT SKY MERGER SUB INC. and CLOUDERA, INC. "
         "Dated as of June 1, 2021"
-    ) == ["SKY Parent Inc.", "Project SKY Merger Sub Inc.", "Cloudera, Inc."]  # 3-letter words: acronyms
+    ) == ["SKY Parent Inc.", "Cloudera, Inc.", "Project SKY Merger Sub Inc."]  # acronyms; the target first
+
+
+def test_parties_drop_repeats_and_put_the_target_before_the_deal_vehicles() -> None:
+    # issue 15: the summary kept the parent and its merger subs and dropped the target, or named a party twice
+    merger = ("AGREEMENT AND PLAN OF MERGER\n\nby and among\n\nCANADIAN PACIFIC RAILWAY LIMITED,\n\nCYGNUS MERGER SUB "
+              "1 CORPORATION,\n\nCYGNUS MERGER SUB 2 CORPORATION\n\nand\n\nKANSAS CITY SOUTHERN\n\nDated as of "
+              "September 15, 2021")
+    assert find_parties(merger) == ["Canadian Pacific Railway Limited", "Kansas City Southern",
+                                    "Cygnus Merger Sub 1 Corporation"]  # a name may begin with a state
+    assert find_parties(merger, max_parties=8) == [
+        "Canadian Pacific Railway Limited", "Kansas City Southern", "Cygnus Merger Sub 1 Corporation",
+        "Cygnus Merger Sub 2 Corporation"]
+    repeated = ("AGREEMENT AND PLAN OF MERGER among AstraZeneca PLC, Delta Omega Sub Holdings Inc., Delta Omega Sub "
+                "Holdings Inc. and Alexion Pharmaceuticals, Inc. Dated as of December 12, 2020")
+    assert find_parties(repeated) == ["AstraZeneca PLC", "Alexion Pharmaceuticals, Inc.",
+                                      "Delta Omega Sub Holdings Inc."]
+    # affiliates of an earlier party (same first word) come after the other principals
+    assert find_parties("MERGER AGREEMENT among Lake Holdings, LP, Lake Guarantor, LLC, Lake Merger Sub I, Inc. "
+                        "and Pluralsight, Inc. Dated March 7, 2021") == [
+        "Lake Holdings, LP", "Pluralsight, Inc.", "Lake Guarantor, LLC"]
+    # two suffixes; a place word opening a name is kept; "Inc., Company" is not one name
+    assert find_parties("SUPPLY AGREEMENT between Nanjing Tuniu Technology Co., Ltd. and COUNTY BANCORP, INC. "
+                        "Dated May 1, 2020") == ["Nanjing Tuniu Technology Co., Ltd.", "County Bancorp, Inc."]
+    assert find_parties("This Agreement is made between Acme Inc., Company and Beta Corp. Dated May 1, 2020.")[0] \
+        == "Acme Inc."
+    # the merger summary names the buyer and the target within 150 characters
+    summary = ExtractiveSummarizer(max_chars=150).summarize(merger).summary
+    assert "Kansas City Southern" in summary and "Canadian Pacific Railway Limited" in summary
 
 
 def test_extractive_summary_is_contrastive_deterministic_and_bounded() -> None:

@@ -16,9 +16,14 @@ within ``max_chars`` characters, where
   ``Statement`` title into ``Privacy policy`` / ``Privacy notice`` / ``Privacy statement``;
 * the PARTIES are found where contracts name them: the entity names after ``between`` / ``by and among`` (an entity
   is a run of capitalized words, optionally closed by a corporate suffix such as ``Inc.``, ``LLC``, ``S.A.``); the
-  second and later parties must follow an ``and`` or, in a list, directly follow a suffixed name. Jurisdictions,
-  places and role words (``Delaware``, ``England and Wales``, ``Recipient``) are not parties. Fallbacks: ``X, a
-  Delaware corporation`` patterns, and for policies ``X ("we", "us")``. All-caps names are title-cased;
+  second and later parties must follow an ``and`` or, in a list, directly follow a suffixed name. A name may close
+  with two suffixes (``Co., Ltd.``, ``Bancorp, Inc.``, ``Trust Company``). Jurisdictions, places and role words
+  (``Delaware``, ``England and Wales``, ``Recipient``) are not parties, but a name may begin with one (``Kansas City
+  Southern``, ``County Bancorp, Inc.``). Repeats are dropped, and the principals come first: the first party, then
+  the others, then deal vehicles (``Merger Sub``, ``Mergeco``, ``Holdco``, ``Acquisition Corp.``) and affiliates of
+  an earlier party (same first word), so a merger agreement keeps its buyer and its target when only two names fit.
+  Fallbacks: ``X, a Delaware corporation`` patterns, and for policies ``X ("we", "us")``. All-caps names are
+  title-cased;
 * the DATE is the first ``dated`` / ``as of`` / ``effective`` date of the lead, else its first full date;
 * the KEY TERMS are the document's highest TF-IDF terms weighted against a fixed document-frequency table
   (:class:`~llama_index_sac.summarizers.terms.TermStatistics`: the shipped ``legal-terms-v1`` by default, or one
@@ -68,7 +73,7 @@ from llama_index_sac.summarizers.terms import TermStatistics, term_sample
 
 __all__ = ["ExtractiveSummarizer", "find_date", "find_document_type", "find_parties"]  # re-exported
 
-_VERSION = "extractive-v2"  # v2: "Exhibits 2.1" cover lines; privacy label by density, not count
+_VERSION = "extractive-v3"  # v3: parties deduplicated, principals before deal vehicles; v2: "Exhibits 2.1" lines
 
 _SURFACE_BLOCK = 8000  # characters per block when counting spellings
 _SURFACE_OVERHANG = 64  # a block's scan may read this far past its end (a run starting in it may end there)

@@ -54,11 +54,16 @@ _SUFFIX = (
     r"S\.A|SA|S\.p\.A|N\.V|B\.V|SE|S\.A\.S|Pty|S\.L|K\.K|Bancorp|Bancshares|Trust"
 )
 _SUFFIX_TOKEN = rf"(?i:{_SUFFIX})\.?(?![\w\-])"
+#: A second suffix, "Co., Ltd.", "Bancorp, Inc.", "Pty Ltd", "Trust Company": a capitalised legal form (never
+#: "Inc., Company" or "Limited, incorporated").
+_FORM = r"Inc|Incorporated|Ltd|Limited|LLC|L\.L\.C|LLP|L\.L\.P|LP|L\.P|plc|GmbH|AG|S\.A|SA|S\.p\.A|N\.V|B\.V|SE|Pty"
+_FORM_TOKEN = rf"(?i:{_FORM})\.?(?![\w\-])"
 _WORD = rf"(?!{_SUFFIX_TOKEN})(?!(?i:and)\b)(?:[A-Z0-9][\w&'’.\-]*|&)"
 _CONNECT = r"(?:of|de|du|der|la|le|von|van|for|&)"
 _ENTITY_RE = re.compile(
     rf"(?<![\w\-])(?:{_WORD})(?:[ \t]+(?:{_WORD}|{_CONNECT}(?=[ \t]+[A-Z])))*"
     rf"(?:,?[ \t]+{_SUFFIX_TOKEN}|,?[ \t]*(?<=[ \t,]){_SUFFIX_TOKEN})?"
+    rf"(?:,?[ \t]+(?=[A-Z]){_FORM_TOKEN}|[ \t]+(?:Company|Corporation|COMPANY|CORPORATION)(?![\w\-]))?"
 )
 _SUFFIX_END_RE = re.compile(rf"(?:^|[\s,]){_SUFFIX_TOKEN}$")
 _BETWEEN_RE = re.compile(r"\b(?:by\s+and\s+between|by\s+and\s+among|between|among)\b\s*:?\s*", re.IGNORECASE)
@@ -103,8 +108,24 @@ _NOT_PARTY = set(_STATES) | {
     "schedule", "recitals", "whereas", "effective date", "execution date", "this", "the", "name", "address",
     "date", "by", "its", "each", "both", "any", "such", "all", "january", "february", "march", "april", "may",
     "june", "july", "august", "september", "october", "november", "december", "representative", "affiliates",
-    "officers", "directors", "exhibits", "schedules", "annex", "appendix", "bylaws", "effective time",
+    "officers", "directors", "exhibits", "schedules", "annex", "appendix", "bylaws", "effective time", "solely",
+    "purposes", "shipper",
 }
+_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december"}
+#: Words stripped from the front of a party name ("Parent Acme Inc."): the role words, never a place or a month,
+#: which begin real names ("Kansas City Southern", "County Bancorp, Inc.", "May Department Stores").
+_LEADING_ROLE_WORDS = (_NOT_PARTY - set(_STATES) - _MONTHS - {"state", "city", "county"}) | {"parties", "the"}
+#: A party created for the deal ("Longhorn Merger Sub I, Inc.", "Magic Mergeco, Inc.", "Appleseed Holdco LLC",
+#: "Rams MD Subsidiary I, Inc."): listed after the principals, so a summary that has room for two names keeps
+#: the buyer and the target of a merger agreement.
+_VEHICLE_RE = re.compile(
+    r"\b(?:sub|merger\s*co|merge\s*co|acquire\s*co|holdco|mergersub|acquisition\s+(?:sub|corp|corporation|co|inc|"
+    r"llc|company))\b|\bsubsidiary\s+(?:[IVX]+|\d+)\b",
+    re.IGNORECASE,
+)
+#: How many names :func:`find_parties` reads from the list of parties before it ranks them.
+_MAX_CANDIDATES = 8
 _SHORT_WORDS = {"sub", "gas", "oil", "one", "two", "new", "air", "sea", "law", "tax", "end", "top", "key", "non", "art"}
 _SUFFIX_CASE = {
     "inc": "Inc.", "corp": "Corp.", "co": "Co.", "ltd": "Ltd.", "llc": "LLC", "l.l.c": "L.L.C.", "llp": "LLP",
@@ -213,7 +234,7 @@ def find_document_type(lead: str) -> str | None:
 
 def _strip_role_words(name: str) -> str:
     words = name.split(" ")
-    while len(words) > 1 and words[0].lower().strip(",.:") in _NOT_PARTY | {"parties", "the"}:
+    while len(words) > 1 and words[0].lower().strip(",.:") in _LEADING_ROLE_WORDS:
         words = words[1:]
     return " ".join(words)
 
@@ -270,7 +291,13 @@ def _party_window(lead: str, start: int) -> str:
 
 
 def find_parties(lead: str, max_parties: int = 3) -> list[str]:
-    """Party names from a document's lead, in order of appearance (rules in the module docstring)."""
+    """Up to ``max_parties`` party names from a document's lead (rules in the module docstring).
+
+    Reads up to eight names from the list of parties, drops repeats ("Delta Omega Sub Holdings Inc." named twice)
+    and puts the principals first: the first party, then the others in order of appearance, then the deal vehicles
+    and affiliates of an earlier party. A merger agreement "among Parent, Merger Sub I, Merger Sub II and Target"
+    gives ``[Parent, Target, Merger Sub I]``.
+    """
     found: list[str] = []
     match = _BETWEEN_RE.search(lead)
     if match:
@@ -290,7 +317,7 @@ def find_parties(lead: str, max_parties: int = 3) -> list[str]:
             if accepted:
                 found.append(name)
                 prev_end, prev_suffixed = end, bool(_SUFFIX_END_RE.search(name))
-                if len(found) >= max_parties:
+                if len(found) >= _MAX_CANDIDATES:
                     break
             elif prev_end is None:
                 break
@@ -309,7 +336,34 @@ def find_parties(lead: str, max_parties: int = 3) -> list[str]:
                     break
             if found:
                 break
-    return [_smart_case(re.sub(r"\s+", " ", name).strip(" ,;:")) for name in found]
+    names = [_smart_case(re.sub(r"\s+", " ", name).strip(" ,;:")) for name in found]
+    return _rank_parties(names)[:max_parties]
+
+
+def _rank_parties(names: list[str]) -> list[str]:
+    """``names`` without repeats, the principals first: the first name, then each name that is neither a deal
+    vehicle (:data:`_VEHICLE_RE`) nor an affiliate of an earlier name (same first word, "Lake Holdings, LP" then
+    "Lake Guarantor, LLC"), then those, each group in order of appearance."""
+    unique: list[str] = []
+    keys: set[str] = set()
+    for name in names:
+        key = re.sub(r"[^a-z0-9]", "", name.lower())
+        if key and key not in keys:
+            keys.add(key)
+            unique.append(name)
+    principals: list[str] = unique[:1]
+    others: list[str] = []
+    seen_first = {_first_word(name) for name in unique[:1]}
+    for name in unique[1:]:
+        first = _first_word(name)
+        (others if _VEHICLE_RE.search(name) or first in seen_first else principals).append(name)
+        seen_first.add(first)
+    return principals + others
+
+
+def _first_word(name: str) -> str:
+    words = re.findall(r"[a-z0-9&]+", name.lower())
+    return next((w for w in words if w != "the"), "")
 
 
 def find_date(lead: str) -> str | None:
