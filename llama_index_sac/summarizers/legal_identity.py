@@ -98,7 +98,9 @@ _STATES = (
     "luxembourg china japan india israel singapore australia brazil mexico bermuda cayman sweden denmark norway "
     "finland italy spain belgium austria korea"
 ).split()
-_NOT_PARTY = set(_STATES) | {
+_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december"}
+_NOT_PARTY = set(_STATES) | _MONTHS | {
     "new york", "new jersey", "new hampshire", "new mexico", "north carolina", "south carolina", "north dakota",
     "south dakota", "west virginia", "rhode island", "district of columbia", "united states", "united kingdom",
     "hong kong", "cayman islands", "british virgin islands", "state", "city", "county", "agreement", "company",
@@ -106,13 +108,10 @@ _NOT_PARTY = set(_STATES) | {
     "buyer", "purchaser", "parent", "merger sub", "client", "customer", "supplier", "vendor", "employee", "employer",
     "contractor", "consultant", "lender", "borrower", "landlord", "tenant", "section", "article", "exhibit",
     "schedule", "recitals", "whereas", "effective date", "execution date", "this", "the", "name", "address",
-    "date", "by", "its", "each", "both", "any", "such", "all", "january", "february", "march", "april", "may",
-    "june", "july", "august", "september", "october", "november", "december", "representative", "affiliates",
+    "date", "by", "its", "each", "both", "any", "such", "all", "representative", "affiliates",
     "officers", "directors", "exhibits", "schedules", "annex", "appendix", "bylaws", "effective time", "solely",
     "purposes", "shipper",
 }
-_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december"}
 #: Words stripped from the front of a party name ("Parent Acme Inc."): the role words, never a place or a month,
 #: which begin real names ("Kansas City Southern", "County Bancorp, Inc.", "May Department Stores").
 _LEADING_ROLE_WORDS = (_NOT_PARTY - set(_STATES) - _MONTHS - {"state", "city", "county"}) | {"parties", "the"}
