@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_sac"
 HARNESS = ("datasets", "harness", "cli", "_cli_entry")
 LAYERS = [
-    ("_util", "_warn"),
+    ("_util", "_warn", "_callable_identity"),
     ("spans", "tables", "sentences"),
     ("embeddings", "vector_store", "node_parser"),
     ("summarizers",),

@@ -33,25 +33,11 @@ from llama_index.core.schema import (
 )
 from llama_index.core.utils import get_tqdm_iterable
 
+from llama_index_sac._callable_identity import callable_identity
 from llama_index_sac.node_parser._inputs import check_input_types, numeric_annotation, unique_inputs
 from llama_index_sac.spans import Span
 
 __all__ = ["SpanNodeParser", "callable_identity", "unique_inputs"]
-
-
-def callable_identity(fn: Callable[..., Any] | None) -> str | None:
-    """A stable string naming a callable, for cache keys: ``module.qualname``, plus a hash of the code for lambdas
-    and nested functions (whose names alone do not tell two of them apart). ``None`` stays ``None``."""
-    if fn is None:
-        return None
-    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
-    code = getattr(fn, "__code__", None)
-    if code is not None and ("<lambda>" in name or "<locals>" in name):
-        digest = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:12]
-        name = f"{name}#{digest}"
-    elif code is None and not hasattr(fn, "__qualname__"):
-        name = f"{name}:{fn!r}"
-    return name
 
 
 def _plain_model(cls: type[Any]) -> bool:
