@@ -33,6 +33,7 @@ __all__ = ["callable_identity"]
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 _MAX_DEPTH = 8
+_MAX_CHARS = 512
 
 
 def callable_identity(fn: Callable[..., Any] | None) -> str | None:
@@ -47,7 +48,10 @@ def callable_identity(fn: Callable[..., Any] | None) -> str | None:
     """
     if fn is None:
         return None
-    return _identity(fn, 0)
+    name = _identity(fn, 0)
+    if len(name) > _MAX_CHARS:  # large bound or captured values: keep the key short, still telling them apart
+        name = f"{name[:_MAX_CHARS // 2]}...#{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+    return name
 
 
 def _identity(fn: Any, depth: int) -> str:
@@ -69,7 +73,7 @@ def _identity(fn: Any, depth: int) -> str:
         return name
     if isinstance(fn, (type, types.BuiltinFunctionType)):
         return name
-    return f"{name}:{_value(fn, depth + 1)}"
+    return f"{name}:{_repr(fn)}"
 
 
 def _cell(cell: Any) -> Any:
@@ -113,7 +117,11 @@ def _value(value: Any, depth: int) -> str:
         return f"module:{value.__name__}"
     if callable(value) and not isinstance(value, _Empty):
         return _identity(value, depth + 1)
+    return f"{type(value).__module__}.{type(value).__qualname__}:{_repr(value)}"
+
+
+def _repr(value: Any) -> str:
     text = repr(value)
     if " at 0x" in text:  # the default object repr: no identity beyond this process
-        return f"<{type(value).__module__}.{type(value).__qualname__}@{id(value):x}>"
-    return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
+        return f"<{type(value).__qualname__}@{id(value):x}>"
+    return text

@@ -67,6 +67,8 @@ def test_partials_and_bound_methods_carry_their_bound_values() -> None:
         return len(s) // n
     assert callable_identity(functools.partial(div, n=2)) == callable_identity(functools.partial(div, n=2))
     assert callable_identity(functools.partial(div, n=2)) != callable_identity(functools.partial(div, n=3))
+    big, bigger = functools.partial(div, n=list(range(1000))), functools.partial(div, n=list(range(1001)))
+    assert len(callable_identity(big)) < 600 and callable_identity(big) != callable_identity(bigger)
     assert callable_identity(_Counter(" ").count) == callable_identity(_Counter(" ").count)
     assert callable_identity(_Counter(" ").count) != callable_identity(_Counter(",").count)
     mod = _Counter.__module__
@@ -80,6 +82,22 @@ def test_an_object_without_a_stable_repr_is_never_shared() -> None:
     assert callable_identity(Opaque()) != callable_identity(Opaque())
     one = Opaque()
     assert callable_identity(one) == callable_identity(one)
+
+
+def test_a_callable_object_is_named_by_its_repr() -> None:
+    class Per:
+        def __init__(self, unit: int) -> None:
+            self.unit = unit
+
+        def __repr__(self) -> str:
+            return f"Per({self.unit})"
+
+        def __call__(self, s: str) -> int:
+            return len(s) // self.unit
+    assert callable_identity(Per(4)) == callable_identity(Per(4))
+    assert callable_identity(Per(4)) != callable_identity(Per(3))
+    assert callable_identity(Per(4)).endswith("Per:Per(4)")
+    assert callable_identity(Per(4).__call__) == callable_identity(Per(4).__call__)
 
 
 _SCRIPT = textwrap.dedent("""
