@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from llama_index_sac.augmentation import SummaryAugmentationTransformation
 from llama_index_sac.document_names import distinctive_names
-from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex, StaleDocumentIndexWarning
 from llama_index_sac.embeddings import EmbedLimitWarning, default_embedding_model
 from llama_index_sac.evaluation import (
     DRMMetric,
@@ -79,6 +79,7 @@ __all__ = [
     "DocumentIndex",
     "SACIngestionPipeline",
     "SettingsChangedWarning",
+    "StaleDocumentIndexWarning",
     "SummaryCacheError",
     "SummaryFailureWarning",
     "SummaryResult",

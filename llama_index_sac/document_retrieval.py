@@ -26,19 +26,31 @@ section 6). The names' ``max_document_frequency`` (2%) is not held out: it was s
 document-identification exploration on the same benchmark (disclosed there).
 
 Works over any LlamaIndex vector store whose dense scores are cosine similarities (NumpyVectorStore, Qdrant's
-default; LlamaIndex's Chroma store reports ``exp(cosine - 1)``, monotone in the cosine, whose differences are 0.5 to
-0.7 times the cosine's for cosines of 0.3 to 0.7, so there the prior weighs about 1.5 times more) and that filters on
-the document id key (``ref_doc_id`` by default; every store LlamaIndex writes keeps it). The document index is built
-from what the store already holds: the summaries that
+default) or monotone in them, and that filters on the document id key (``ref_doc_id`` by default; every store
+LlamaIndex writes keeps it). The document index is built from what the store already holds: the summaries that
 :class:`~llama_index_sac.augmentation.SummaryAugmentationTransformation` wrote and the chunks' text (no LLM or
 embedding call); it is saved with :meth:`DocumentIndex.save`.
+
+The weights are in cosine units. LlamaIndex's Chroma store reports ``exp(-distance)``: ``exp(cosine - 1)`` in a
+collection created with ``metadata={"hnsw:space": "cosine"}`` (what ``llama-sac ingest`` and ``docs/production.md``
+create), whose differences are 0.5 to 0.7 times the cosine's for cosines of 0.3 to 0.7, so there the prior weighs
+about 1.5 times more. In Chroma's default ``l2`` space (squared distance, ``2 - 2 cosine`` for the unit vectors of
+all-MiniLM-L6-v2) it is ``exp(2 cosine - 2)``, whose differences are 0.5 to 1.1 times the cosine's over the same
+range: another scale again, so create Chroma collections in cosine space.
+
+A document the prior picks but the store holds no chunk of (a document index built from another store, or not
+rebuilt after documents were removed) is reported with a :class:`StaleDocumentIndexWarning`; its prior then
+changes nothing.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import tempfile
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,6 +63,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, Query
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
 from llama_index_sac._util import require_extra
+from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.document_names import (
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
     distinctive_names,
@@ -61,7 +74,7 @@ from llama_index_sac.documents import reconstruct_text
 from llama_index_sac.evaluation.locations import stored_nodes
 from llama_index_sac.summarizers.terms import TermStatistics
 
-__all__ = ["DocumentAwareRetriever", "DocumentIndex"]
+__all__ = ["DocumentAwareRetriever", "DocumentIndex", "StaleDocumentIndexWarning"]
 
 _FORMAT = "llama-index-sac/document-index/v2"
 _FORMATS = ("llama-index-sac/document-index/v1", _FORMAT)  # v1: summaries only
@@ -70,6 +83,12 @@ DEFAULT_PRIOR_WEIGHT = 0.3
 DEFAULT_FOCUS_DOCUMENTS = 2
 DEFAULT_CANDIDATE_TOP_K = 100
 DEFAULT_NAME_WEIGHT = 0.5
+
+
+class StaleDocumentIndexWarning(UserWarning):
+    """A document of the :class:`DocumentIndex` that the query's prior picked has no chunk in the vector store: the
+    index was built from another store or collection, or not rebuilt after documents were removed. Rebuild it with
+    :meth:`DocumentIndex.from_source` from the store the retriever reads."""
 
 
 def _bm25(rows: list[list[str]]) -> Any:
@@ -196,16 +215,39 @@ class DocumentIndex:
 
     # -- persistence -----------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the summaries, names and ``name_weight`` as JSON (the BM25 indexes are rebuilt on :meth:`load`)."""
+        """Write the summaries, names and ``name_weight`` as JSON (the BM25 indexes are rebuilt on :meth:`load`).
+
+        The file is written beside ``path`` under a temporary name and then renamed over it, so a crash never leaves
+        a truncated index (an existing file stays as it was).
+
+        Returns:
+            The path written (``~`` expanded).
+
+        Raises:
+            OSError: the folder does not exist or cannot be written.
+        """
         out = Path(path).expanduser()
-        out.write_text(json.dumps({"format": _FORMAT, "summaries": self.summaries, "names": self.names,
-                                   "name_weight": self.name_weight}, ensure_ascii=False), encoding="utf-8")
+        data = json.dumps({"format": _FORMAT, "summaries": self.summaries, "names": self.names,
+                           "name_weight": self.name_weight}, ensure_ascii=False)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(data)
+            os.replace(tmp, out)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return out
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> DocumentIndex:
-        """Read a file written by :meth:`save` (a summaries-only v1 file too). Raises ``ValueError`` naming the file
-        when it is not one."""
+        """Read a file written by :meth:`save` (a summaries-only v1 file too).
+
+        Raises:
+            ValueError: the file is not a document index (not UTF-8 JSON, another format, bad fields); the message
+                names the file.
+            OSError: the file cannot be read (``FileNotFoundError``, ``IsADirectoryError``, ...).
+        """
         try:
             data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -251,7 +293,12 @@ class DocumentAwareRetriever(BaseRetriever):
         doc_id_key: the metadata key the store filters document ids on.
 
     Raises:
-        ValueError: a count below 1 (``focus_documents`` below 0) or a negative ``prior_weight``.
+        ValueError: a count below 1 (``focus_documents`` below 0), or a ``prior_weight`` that is negative, NaN or
+            infinite; at retrieval, a blank query string without a precomputed embedding.
+        TypeError: ``document_index`` is not a :class:`DocumentIndex`.
+
+    Warns:
+        StaleDocumentIndexWarning: a focus document has no chunk in the store (module docstring).
     """
 
     def __init__(self, index: VectorStoreIndex, document_index: DocumentIndex, *, similarity_top_k: int = 10,
@@ -262,8 +309,9 @@ class DocumentAwareRetriever(BaseRetriever):
                                  ("focus_documents", focus_documents, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        if isinstance(prior_weight, bool) or not isinstance(prior_weight, (int, float)) or not prior_weight >= 0:
-            raise ValueError(f"prior_weight must be a number >= 0, got {prior_weight!r}")
+        if (isinstance(prior_weight, bool) or not isinstance(prior_weight, (int, float))
+                or not (prior_weight >= 0 and math.isfinite(prior_weight))):
+            raise ValueError(f"prior_weight must be a finite number >= 0, got {prior_weight!r}")
         if not isinstance(document_index, DocumentIndex):
             raise TypeError(f"document_index must be a DocumentIndex, got {type(document_index).__name__}")
         super().__init__(callback_manager=callback_manager)
@@ -284,6 +332,8 @@ class DocumentAwareRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if query_bundle.embedding is None:  # embed once, for both dense queries
+            if not query_bundle.query_str.strip():
+                raise ValueError("the query is empty: there is nothing to embed or to match against the documents")
             model = self.index._embed_model
             query_bundle.embedding = model.get_agg_embedding_from_queries(query_bundle.embedding_strs)
         prior = self.document_index.prior_of(query_bundle.query_str) if self.prior_weight > 0 else {}
@@ -292,7 +342,13 @@ class DocumentAwareRetriever(BaseRetriever):
             # one query per focus document, so that each can fill the whole answer (a query over several documents
             # at once returns the longest one's chunks and can leave the named one short of ``similarity_top_k``)
             for doc_id in sorted(prior, key=lambda d: (-prior[d], d))[: self.focus_documents]:
-                for hit in self._dense(query_bundle, self.similarity_top_k, [doc_id]):
+                hits = self._dense(query_bundle, self.similarity_top_k, [doc_id])
+                if not hits:
+                    warnings.warn(
+                        f"document {doc_id!r} of the document index has no chunk in the vector store: the index was "
+                        "built from another store or is stale; rebuild it with DocumentIndex.from_source(store)",
+                        StaleDocumentIndexWarning, stacklevel=caller_stacklevel())
+                for hit in hits:
                     candidates.setdefault(hit.node.node_id, hit)
         fused = []
         for node_id, hit in candidates.items():

@@ -1,6 +1,7 @@
 """Publish a finished ``llama-sac eval`` run into ``docs/results/<name>/`` and print its markdown for docs/results.md.
 
-    python scripts/publish_results.py RESULTS_JSON NAME [--compare baseline:sac] [--goal baseline:sac] [--k 8]
+    python scripts/publish_results.py RESULTS_JSON NAME [--compare baseline:sac] [--goal baseline:sac] [--k 8] \
+        [--held-out "sac-doc=contractnli:sac-doc-w0.2,cuad:sac-doc,maud:sac-doc,privacy_qa:sac-doc"]
 
 Writes ``docs/results/<name>/results.json`` (the run's results.json WITHOUT the per-query records, which make it
 several MB: configuration, aggregates, confusions, summaries, timings, peak memory and the exact command are kept),
@@ -8,8 +9,12 @@ several MB: configuration, aggregates, confusions, summaries, timings, peak memo
 ``docs/results/<name>/report.md`` (everything printed, so the query-level claims stay checkable). Prints:
 the overall and per-dataset markdown tables, the means over k, timings, the most-confused document pairs, and, for
 each ``--compare A:B`` pair of configurations, queries that B fixes (DRM@k of A > 0.5, B = 0) and queries it does not
-(DRM@k of B > 0.5). Nothing is recomputed: every number is read from the results.json given (any schema version,
-read through ``llama_index_sac.harness.results.load_results``; the published copy is written in the current schema).
+(DRM@k of B > 0.5); and for each ``--held-out NAME=DATASET:CONFIG,...`` the row of a leave-one-dataset-out result:
+each dataset scored with the configuration its fold chose (``docs/results.md`` 6b), and the mean of those datasets'
+scores (a run's overall scores are the same mean over datasets, so the row compares with each configuration's own).
+Nothing is recomputed: every number is read from the results.json given (any schema version, read through
+``llama_index_sac.harness.results.load_results``; the published copy is written in the current schema). A bad
+``--held-out`` is one usage error before anything is written.
 """
 
 from __future__ import annotations
@@ -73,6 +78,53 @@ def goal_table(results: RunResults, a: str, b: str) -> str:
     return "\n".join(lines)
 
 
+def parse_held_out(spec: str, results: RunResults) -> tuple[str, dict[str, str]]:
+    """``"NAME=DS:CONFIG,DS:CONFIG,..."`` -> ``(NAME, {dataset: configuration})``; every dataset of the run once.
+
+    Raises:
+        ValueError: the spec is malformed, names a dataset or configuration the run lacks, names a dataset twice, or
+            leaves a dataset of the run out.
+    """
+    name, sep, body = spec.partition("=")
+    if not sep or not name.strip() or not body.strip():
+        raise ValueError(f"--held-out {spec!r}: expected NAME=DATASET:CONFIG,DATASET:CONFIG,...")
+    folds: dict[str, str] = {}
+    configs = {c.name for c in results.configs}
+    for item in body.split(","):
+        dataset, sep, config = (part.strip() for part in item.partition(":"))
+        if not sep or not dataset or not config:
+            raise ValueError(f"--held-out {spec!r}: {item!r} is not DATASET:CONFIG")
+        if dataset not in results.datasets:
+            raise ValueError(f"--held-out {spec!r}: the run has no dataset {dataset!r} (it has {results.datasets})")
+        if config not in configs:
+            raise ValueError(f"--held-out {spec!r}: the run has no configuration {config!r}")
+        if dataset in folds:
+            raise ValueError(f"--held-out {spec!r}: dataset {dataset!r} named twice")
+        folds[dataset] = config
+    missing = [ds for ds in results.datasets if ds not in folds]
+    if missing:
+        raise ValueError(f"--held-out {spec!r}: no configuration for the datasets {missing}")
+    return name.strip(), folds
+
+
+def held_out_table(results: RunResults, specs: list[tuple[str, dict[str, str]]]) -> str:
+    """Markdown table, one row per held-out result: DRM / precision / recall (mean over k, %) of each dataset under
+    its fold's configuration, and their mean over the datasets (``-`` where a dataset has no defined value)."""
+    datasets = results.datasets
+    head = "| configuration (each dataset: its fold's values) | " + " | ".join(datasets) + " | mean of the datasets |"
+    lines = [head, "|---|" + "---:|" * (len(datasets) + 1)]
+    for name, folds in specs:
+        per = {ds: [mean_over_k(results.config(folds[ds]), ds, m) for m in ("drm", "precision", "recall")]
+               for ds in datasets}
+        cells = [" / ".join("-" if v is None else f"{100 * v:.1f}" for v in per[ds]) for ds in datasets]
+        means = []
+        for i in range(3):
+            values = [v[i] for v in per.values() if v[i] is not None]
+            means.append("-" if not values else f"{100 * sum(values) / len(values):.2f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " | " + " / ".join(means) + " |")
+    return "\n".join(lines)
+
+
 def compare(results: RunResults, a: str, b: str, k: int, n: int = 4) -> str:
     qa, qb = _by_query(results.config(a), k), _by_query(results.config(b), k)
     Row = tuple[str, QueryResult, QueryScoresResult, QueryResult, QueryScoresResult]
@@ -120,10 +172,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--goal", action="append", default=[],
                         help="A:B: is B's DRM@k at most half of A's at every k (issue 6, goal 1)?")
     parser.add_argument("--k", type=int, default=8, help="k of the fixed/not-fixed query examples")
+    parser.add_argument("--held-out", action="append", default=[], metavar="NAME=DATASET:CONFIG,...",
+                        help="a leave-one-dataset-out row: each dataset scored with its fold's configuration")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
     args = parser.parse_args(argv)
 
     results = load_results(args.results_json)
+    try:
+        args.held_out = [parse_held_out(spec, results) for spec in args.held_out]
+    except ValueError as exc:  # before anything is written
+        parser.error(str(exc))
     out = args.out / args.name
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(slim(results).to_json(), encoding="utf-8")
@@ -164,6 +222,8 @@ def _print_report(results: RunResults, args: argparse.Namespace) -> None:
     for pair in args.goal:
         a, _, b = pair.partition(":")
         print("\n" + goal_table(results, a, b))
+    if args.held_out:
+        print("\nheld out (DRM / precision / recall, mean over k, %):\n\n" + held_out_table(results, args.held_out))
     print("\n" + report.format_confusions(results, top=5))
     for pair in args.compare:
         a, _, b = pair.partition(":")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -103,12 +104,59 @@ def test_bad_settings_are_named() -> None:
     index = build(corpus())
     documents = DocumentIndex.from_nodes(corpus())
     for kwargs, match in (({"similarity_top_k": 0}, "similarity_top_k"), ({"focus_documents": -1}, "focus_documents"),
-                          ({"prior_weight": -0.5}, "prior_weight"), ({"candidate_top_k": True}, "candidate_top_k")):
+                          ({"prior_weight": -0.5}, "prior_weight"), ({"candidate_top_k": True}, "candidate_top_k"),
+                          ({"prior_weight": float("inf")}, "finite"), ({"prior_weight": float("nan")}, "finite")):
         with pytest.raises(ValueError, match=match):
             DocumentAwareRetriever(index, documents, **kwargs)
     with pytest.raises(TypeError, match="DocumentIndex"):
         DocumentAwareRetriever(index, {"a": "b"})  # type: ignore[arg-type]
 
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_a_blank_query_is_refused_before_anything_is_embedded(query: str) -> None:
+    index = build(corpus())
+    embed = index._embed_model
+    assert isinstance(embed, RecordingEmbedding)
+    before = len(embed.texts_embedded)
+    with pytest.raises(ValueError, match="the query is empty"):
+        DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus())).retrieve(query)
+    assert len(embed.texts_embedded) == before
+    # with a precomputed embedding the dense part has a vector: an empty query string is then plain dense retrieval
+    bundle = QueryBundle(query, embedding=embed.get_query_embedding("Osprey"))
+    dense = index.as_retriever(similarity_top_k=2).retrieve(QueryBundle("Osprey"))
+    aware = DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()), similarity_top_k=2).retrieve(bundle)
+    assert [n.node.node_id for n in aware] == [n.node.node_id for n in dense]
+
+
+def test_a_document_the_store_does_not_hold_is_reported_as_a_stale_index() -> None:
+    from llama_index_sac import StaleDocumentIndexWarning
+
+    index = build(corpus())
+    stale = DocumentIndex({**SUMMARIES, "nda-brightwater.txt": "Non-Disclosure Agreement between Brightwater LLC "
+                                                               "and Harrow Mills Inc."})
+    question = "In the Brightwater NDA, how long is information kept secret?"
+    with pytest.warns(StaleDocumentIndexWarning, match="'nda-brightwater.txt' of the document index has no chunk"):
+        hits = DocumentAwareRetriever(index, stale, similarity_top_k=3).retrieve(question)
+    assert len(hits) == 3 and all(h.node.ref_doc_id in SUMMARIES for h in hits)
+    with warnings.catch_warnings():  # an index of the store itself: no warning
+        warnings.simplefilter("error", StaleDocumentIndexWarning)
+        DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()), similarity_top_k=3).retrieve(
+            "In the Osprey NDA, how long is information kept secret?")
+
+
+def test_save_replaces_the_file_whole_and_load_names_unreadable_paths(tmp_path: Path) -> None:
+    index = DocumentIndex.from_nodes(corpus())
+    target = tmp_path / "docs.json"
+    target.write_text("old contents")
+    assert index.save(target) == target
+    assert DocumentIndex.load(target).names == index.names
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.json"]  # no temporary file left beside it
+    with pytest.raises(FileNotFoundError):
+        DocumentIndex.load(tmp_path / "missing.json")
+    with pytest.raises(FileNotFoundError):  # the folder of the target does not exist: nothing is written
+        index.save(tmp_path / "no-such-folder" / "docs.json")
+    assert not (tmp_path / "no-such-folder").exists()
 
 def test_the_query_is_embedded_once() -> None:
     index = build(corpus())

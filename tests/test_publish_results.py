@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,65 @@ def test_goal_table_halves_the_baseline_and_marks_each_k() -> None:
     # means over k leave the undefined values out: (0.4 + 0.5) / 2
     assert publish.mean_over_k(results.config("base"), "overall", "drm") == pytest.approx(0.45)
 
+
+
+def _two_datasets(scores: dict[str, dict[str, tuple[float, float, float]]]) -> RunResults:
+    """Configurations scored on datasets ``a`` and ``b`` at k = 1, 2: ``scores[config][dataset]`` is the
+    (DRM, precision, recall) at k = 1; at k = 2 each is 0.1 higher."""
+    def block(drm: float, precision: float, recall: float) -> dict:
+        return {**_scores(drm), "precision": precision, "recall": recall}
+
+    configs = []
+    for name, per in scores.items():
+        datasets = {ds: {k: block(*(v + 0.1 * (k == "2") for v in vals)) for k in ("1", "2")}
+                    for ds, vals in per.items()}
+        configs.append({"config": {"name": name}, "n_chunks": 1, "mean_chunk_chars": 1.0, "mean_embedded_chars": 1.0,
+                        "chunks_embedded": 1, "chunks_from_cache": 0, "timings": {}, "confusions": [],
+                        "aggregates": {"overall": {k: {**datasets["a"][k], "n_datasets": 2} for k in ("1", "2")},
+                                       "datasets": datasets}})
+    return parse_results({
+        "schema_version": SCHEMA_VERSION, "configs": configs, "peak_memory_mb": 1.0, "versions": {},
+        "benchmark": {"name": "b", "n_documents": 2, "n_characters": 2, "n_queries": 2, "datasets": {"a": 1, "b": 1}},
+        "settings": {"ks": [1, 2], "embed_model": {}, "cache_dir": "c", "confusion_k": 2},
+        "timings": {"model_load_s": 0.0, "query_embed_s": 0.0, "wall_s": 0.0},
+    })
+
+
+def test_held_out_row_scores_each_dataset_with_its_folds_configuration() -> None:
+    results = _two_datasets({"w1": {"a": (0.2, 0.3, 0.4), "b": (0.6, 0.1, 0.2)},
+                             "w2": {"a": (0.4, 0.2, 0.2), "b": (0.0, 0.5, 0.6)}})
+    spec = publish.parse_held_out("doc=a:w1, b:w2", results)
+    assert spec == ("doc", {"a": "w1", "b": "w2"})
+    # a under w1: means over k 0.25 / 0.35 / 0.45; b under w2: 0.05 / 0.55 / 0.65; their mean 0.15 / 0.45 / 0.55
+    assert publish.held_out_table(results, [spec]).splitlines() == [
+        "| configuration (each dataset: its fold's values) | a | b | mean of the datasets |",
+        "|---|---:|---:|---:|",
+        "| doc | 25.0 / 35.0 / 45.0 | 5.0 / 55.0 / 65.0 | 15.00 / 45.00 / 55.00 |",
+    ]
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("a:w1,b:w2", "expected NAME="),
+    ("doc=a:w1,b", "'b' is not DATASET:CONFIG"),
+    ("doc=a:w1,c:w2", "no dataset 'c'"),
+    ("doc=a:w1,b:w3", "no configuration 'w3'"),
+    ("doc=a:w1,a:w2,b:w1", "dataset 'a' named twice"),
+    ("doc=a:w1", "no configuration for the datasets ['b']"),
+])
+def test_held_out_spec_errors_name_the_problem(spec: str, message: str) -> None:
+    results = _two_datasets({"w1": {"a": (0.2, 0.3, 0.4), "b": (0.6, 0.1, 0.2)},
+                             "w2": {"a": (0.4, 0.2, 0.2), "b": (0.0, 0.5, 0.6)}})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        publish.parse_held_out(spec, results)
+
+
+def test_a_bad_held_out_spec_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "results.json"
+    source.write_text(_two_datasets({"w1": {"a": (0.2, 0.3, 0.4), "b": (0.6, 0.1, 0.2)}}).to_json(), encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        publish.main([str(source), "run", "--out", str(tmp_path / "out"), "--held-out", "doc=a:w1"])
+    assert exit_info.value.code == 2 and "no configuration for the datasets ['b']" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 # -- the published runs load through the schema: the first shape is migrated -------------------------------------
 

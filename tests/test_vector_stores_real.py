@@ -364,6 +364,13 @@ def test_docs_recipe_update_run_with_the_extractive_summarizer(kind: str, tmp_pa
     assert sorted(doc_index.doc_ids) == sorted(d.doc_id for d in documents)
     assert doc_index.summaries == {d: s.pop() for d, s in summaries(rows(kind, first["client"])).items()}
     assert all(doc_index.names[d.doc_id] for d in documents) and len(first["hits_aware"]) == 8
+    # the scores are the cosine (Qdrant) or exp(cosine - 1) (the recipe's Chroma collection is in cosine space, what
+    # the document prior's weights assume; Chroma's default l2 space would give exp(2 cosine - 2))
+    embed = FakeEmbedding()
+    question = np.asarray(embed.get_query_embedding(first["question"]))
+    for hit in first["hits"]:
+        cosine = float(question @ np.asarray(embed.get_text_embedding(hit.node.get_content(MetadataMode.EMBED))))
+        assert hit.score == pytest.approx(np.exp(cosine - 1) if kind == "chroma" else cosine, abs=1e-5)
     first["client"].close()
 
     update = script(updated, tmp_path / "store", tmp_path / "pipeline")  # the same script, a new process's objects
