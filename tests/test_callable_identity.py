@@ -63,12 +63,12 @@ def test_captured_values_and_defaults_are_part_of_the_identity() -> None:
 
 
 def test_partials_and_bound_methods_carry_their_bound_values() -> None:
-    def div(s: str, n: int) -> int:
-        return len(s) // n
+    def div(s: str, n: int | list[int]) -> int:
+        return len(s) // (n if isinstance(n, int) else len(n))
     assert callable_identity(functools.partial(div, n=2)) == callable_identity(functools.partial(div, n=2))
     assert callable_identity(functools.partial(div, n=2)) != callable_identity(functools.partial(div, n=3))
     big, bigger = functools.partial(div, n=list(range(1000))), functools.partial(div, n=list(range(1001)))
-    assert len(callable_identity(big)) < 600 and callable_identity(big) != callable_identity(bigger)
+    assert len(callable_identity(big) or "") < 600 and callable_identity(big) != callable_identity(bigger)
     assert callable_identity(_Counter(" ").count) == callable_identity(_Counter(" ").count)
     assert callable_identity(_Counter(" ").count) != callable_identity(_Counter(",").count)
     mod = _Counter.__module__
@@ -96,7 +96,7 @@ def test_a_callable_object_is_named_by_its_repr() -> None:
             return len(s) // self.unit
     assert callable_identity(Per(4)) == callable_identity(Per(4))
     assert callable_identity(Per(4)) != callable_identity(Per(3))
-    assert callable_identity(Per(4)).endswith("Per:Per(4)")
+    assert (callable_identity(Per(4)) or "").endswith("Per:Per(4)")
     assert callable_identity(Per(4).__call__) == callable_identity(Per(4).__call__)
 
 
