@@ -114,6 +114,7 @@ def query_command(
     document_aware: Annotated[bool, typer.Option(
         "--document-aware", help="Rank with DocumentAwareRetriever: the documents' summaries and names weigh in.")
     ] = False,
+    progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
 ) -> None:
     """Print the top-k chunks of a question: document, character offsets, score, document summary, chunk text."""
     logging.basicConfig(level=logging.WARNING)
@@ -121,7 +122,7 @@ def query_command(
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
             hits = query(question, vector_store, collection=collection, k=k, embed_model_name=embed_model,
-                         document_aware=document_aware)
+                         document_aware=document_aware, show_progress=progress)
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:

@@ -5,13 +5,14 @@
   installed); one document per file, its id the absolute path, its metadata the stable part of LlamaIndex's file
   metadata.
 * :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded) or ``qdrant:DIR`` (``QdrantClient``
-  local mode), opened by :func:`open_store` through LlamaIndex's ``ChromaVectorStore`` / ``QdrantVectorStore`` and
-  always closed again (Qdrant's local mode locks its folder while a client is open).
+  local mode); opened by :mod:`~llama_index_sac.harness.ingest_store`.
 * :class:`IngestRecord`: ``DIR/.llama-sac-docstore/<collection>/`` holds what the next run needs: ``docstore.json``
   (LlamaIndex's ``SimpleDocumentStore``: one hash per document, no texts), ``settings.json`` (the settings the
-  collection was built with: parser, summary and embedding model) and, while a round of writes is under way,
-  ``pending.json`` (the ids of the new documents being written: if the run dies before the docstore is saved, the next
-  run deletes their rows before anything else, so no row is left that the docstore does not know).
+  collection was built with: parser, summary and embedding model, and the kind of store, ``chroma`` or ``qdrant``),
+  ``rows.json`` (the rows written for each document, to check that the store still holds them) and, while a round of
+  writes is under way, ``pending.json`` (the ids of the new documents being written: if the run dies before the
+  docstore is saved, the next run deletes their rows before anything else, so no row is left that the docstore does
+  not know). Records written before ``rows.json`` and the store kind existed are read as they are.
 """
 
 from __future__ import annotations
@@ -29,12 +30,9 @@ from typing import Any, Literal
 from llama_index.core import SimpleDirectoryReader
 from llama_index.core.schema import Document
 from llama_index.core.storage.docstore import SimpleDocumentStore
-from llama_index.core.vector_stores.types import BasePydanticVectorStore
-
-from llama_index_sac._util import require_extra
 
 __all__ = ["COLLECTION_PATTERN", "PLAIN_SUFFIXES", "RECORD_DIR", "IngestError", "IngestRecord", "StoreSpec",
-           "check_collection", "find_files", "open_store", "read_file", "rich_readers"]
+           "check_collection", "find_files", "read_file", "rich_readers"]
 
 #: Read as plain UTF-8 text, always; the exact file content is the document (offsets point into it).
 PLAIN_SUFFIXES = (".txt", ".md")
@@ -87,61 +85,6 @@ def check_collection(name: str) -> str:
     return name
 
 
-@contextmanager
-def open_store(spec: StoreSpec, collection: str, *, create: bool) -> Iterator[tuple[BasePydanticVectorStore, int]]:
-    """The collection's LlamaIndex vector store and its number of rows; the client is closed when the block ends.
-
-    Args:
-        spec: the store.
-        collection: the collection name (see :func:`check_collection`).
-        create: create the directory and the collection if missing (``ingest``); else both must exist (``query``).
-
-    Raises:
-        IngestError: the directory is missing (``create=False``) or is not a directory, the collection is missing
-            (``create=False``), or the directory is in use by another process (Qdrant's lock).
-        ImportError: the ``vectorstores`` extra is not installed.
-    """
-    check_collection(collection)
-    if spec.path.exists() and not spec.path.is_dir():
-        raise IngestError(f"--vector-store: {spec.path} is not a directory")
-    if not create and not spec.path.is_dir():
-        raise IngestError(f"--vector-store: {spec.path} does not exist (nothing was ingested there)")
-    what = f"the {spec.kind} vector store"
-    if spec.kind == "chroma":
-        chromadb = require_extra("chromadb", "vectorstores", what)
-        chroma = require_extra("llama_index.vector_stores.chroma", "vectorstores", what)
-        client = chromadb.PersistentClient(path=str(spec.path),
-                                           settings=chromadb.Settings(anonymized_telemetry=False))
-        try:
-            names = [getattr(c, "name", c) for c in client.list_collections()]
-            if not create and collection not in names:
-                raise IngestError(_missing(spec, collection, names))
-            found = client.get_or_create_collection(collection, metadata={"hnsw:space": "cosine"})
-            yield chroma.ChromaVectorStore(chroma_collection=found), int(found.count())
-        finally:
-            client.close()
-        return
-    qdrant_client = require_extra("qdrant_client", "vectorstores", what)
-    qdrant = require_extra("llama_index.vector_stores.qdrant", "vectorstores", what)
-    try:
-        client = qdrant_client.QdrantClient(path=str(spec.path))
-    except RuntimeError as exc:  # "Storage folder ... is already accessed by another instance of Qdrant client"
-        raise IngestError(f"--vector-store: {spec.path} is in use by another process ({exc})") from None
-    try:
-        exists = client.collection_exists(collection)
-        if not create and not exists:
-            raise IngestError(_missing(spec, collection, [c.name for c in client.get_collections().collections]))
-        rows = int(client.count(collection).count) if exists else 0
-        yield qdrant.QdrantVectorStore(collection_name=collection, client=client), rows
-    finally:
-        client.close()
-
-
-def _missing(spec: StoreSpec, collection: str, names: list[str]) -> str:
-    found = ", ".join(sorted(names)) if names else "none"
-    return f"--collection: {spec} has no collection {collection!r} (collections: {found})"
-
-
 class IngestRecord:
     """``DIR/.llama-sac-docstore/<collection>/``: the docstore, the settings and the pending list (module docstring).
 
@@ -153,6 +96,7 @@ class IngestRecord:
         self.docstore_path = self.directory / "docstore.json"
         self.settings_path = self.directory / "settings.json"
         self.pending_path = self.directory / "pending.json"
+        self.rows_path = self.directory / "rows.json"
 
     def _read_json(self, path: Path) -> Any:
         try:
@@ -171,6 +115,8 @@ class IngestRecord:
     def lock(self) -> Iterator[None]:
         """Hold ``lock`` in the record folder for the block, so that two ``ingest`` runs never write one collection
         at once (an advisory ``flock``, released by the system if the process dies; not available on Windows).
+        When the block fails before anything but the lock was written in folders it created (a store that cannot be
+        opened), those folders are removed again: a failed run leaves nothing behind.
 
         Raises:
             IngestError: another process holds it.
@@ -180,8 +126,10 @@ class IngestRecord:
         except ImportError:  # pragma: no cover - Windows
             yield
             return
+        created = [d for d in (self.directory.parent.parent, self.directory.parent, self.directory) if not d.exists()]
         self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / "lock", "a+b") as handle:
+        lock = self.directory / "lock"
+        with open(lock, "a+b") as handle:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -189,6 +137,13 @@ class IngestRecord:
                                   f"(collection {self.directory.name!r}): wait for it to finish") from None
             try:
                 yield
+            except BaseException:
+                if created and [p.name for p in self.directory.iterdir()] == ["lock"]:  # failed before writing
+                    lock.unlink()
+                    for folder in reversed(created):
+                        if not any(folder.iterdir()):
+                            folder.rmdir()
+                raise
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
@@ -218,6 +173,23 @@ class IngestRecord:
         tmp = self.docstore_path.with_name(self.docstore_path.name + ".tmp")
         docstore.persist(str(tmp))
         os.replace(tmp, self.docstore_path)
+
+    def store_kind(self) -> str | None:
+        """The kind of store (``chroma``/``qdrant``) the record was written for (``None``: no record, or an older
+        one that did not say)."""
+        value = (self.settings() or {}).get("store")
+        return str(value) if value is not None else None
+
+    def rows(self) -> dict[str, int]:
+        """The rows written for each document (``{}`` for records older than ``rows.json``)."""
+        value = self._read_json(self.rows_path)
+        if value is not None and not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
+            raise IngestError(f"the ingest record {self.rows_path} has an unknown format; delete the store's "
+                              "directory to rebuild it")
+        return dict(value or {})
+
+    def save_rows(self, rows: dict[str, int]) -> None:
+        self._write_json(self.rows_path, rows)
 
     def pending(self) -> list[str]:
         """The document ids of an unfinished round of writes (``[]`` when the last run finished)."""
