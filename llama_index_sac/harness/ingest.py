@@ -245,14 +245,10 @@ class _Run:
 
     def round(self, documents: list[Document]) -> None:
         """One round: rewrite what the store lacks, classify by the docstore, run the pipeline (upserts), save."""
-        docstore, vector_store, report = self.pipeline.docstore, self.pipeline.vector_store, self.report
-        assert docstore is not None and vector_store is not None
+        docstore, report = self.pipeline.docstore, self.report
+        assert docstore is not None
         for doc_id in [d.id_ for d in documents if d.id_ in self.check.repair]:  # the record said more than the store
-            if self.check.store_rows.get(doc_id):
-                vector_store.delete(doc_id)
-            docstore.delete_document(doc_id, raise_error=False)
-            docstore.delete_ref_doc(doc_id, raise_error=False)
-            self.counts.pop(doc_id, None)
+            self._forget(doc_id, delete_rows=bool(self.check.store_rows.get(doc_id)))
             self.check.repair.discard(doc_id)
         hashes = {d.id_: docstore.get_document_hash(d.id_) for d in documents}
         new = [d.id_ for d in documents if hashes[d.id_] is None]
@@ -296,17 +292,25 @@ class _Run:
         self.record.save_docstore(docstore)  # type: ignore[arg-type]
         self.record.clear_pending()
 
-    def remove_vanished(self, folders: Sequence[Path], seen: set[str]) -> None:
-        """Delete the documents of the given folders whose files no longer exist (rows and docstore entries)."""
+    def _forget(self, doc_id: str, *, delete_rows: bool) -> None:
+        """Take ``doc_id`` out of the docstore and the row counts (and, with ``delete_rows``, its rows out of the
+        store), so the next round writes it as new."""
         docstore, vector_store = self.pipeline.docstore, self.pipeline.vector_store
         assert docstore is not None and vector_store is not None
+        if delete_rows:
+            vector_store.delete(doc_id)
+        docstore.delete_document(doc_id, raise_error=False)
+        docstore.delete_ref_doc(doc_id, raise_error=False)
+        self.counts.pop(doc_id, None)
+
+    def remove_vanished(self, folders: Sequence[Path], seen: set[str]) -> None:
+        """Delete the documents of the given folders whose files no longer exist (rows and docstore entries)."""
+        docstore = self.pipeline.docstore
+        assert docstore is not None
         gone = sorted(doc_id for doc_id in set(docstore.get_all_document_hashes().values())
                       if doc_id not in seen and _in_scope(doc_id, folders) and not os.path.lexists(doc_id))
         for doc_id in gone:
-            vector_store.delete(doc_id)
-            docstore.delete_document(doc_id, raise_error=False)
-            docstore.delete_ref_doc(doc_id, raise_error=False)
-            self.counts.pop(doc_id, None)
+            self._forget(doc_id, delete_rows=True)
         self.report.removed += len(gone)
         if gone:
             self.record.save_rows(self.counts)

@@ -19,7 +19,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.harness.factories import load_embedding_model, model_identity
 from llama_index_sac.harness.ingest_io import IngestError, IngestRecord, StoreSpec
-from llama_index_sac.harness.ingest_store import check_store_folder, open_store
+from llama_index_sac.harness.ingest_store import open_store
 
 __all__ = ["QueryHit", "load_model", "model_loading_progress", "query"]
 
@@ -89,9 +89,9 @@ def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac
     spec = store if isinstance(store, StoreSpec) else StoreSpec.parse(store)
     record = IngestRecord(spec, collection)
     recorded = record.settings()
-    check_store_folder(spec, record.store_kind(), create=False)
     name = embed_model_name if embed_model_name is not None else (recorded or {}).get("embed_model_name")
-    with open_store(spec, collection, create=False, empty_ok=record.exists()) as opened:
+    with open_store(spec, collection, create=False, empty_ok=record.exists(),
+                    recorded_kind=record.store_kind()) as opened:
         if opened.rows == 0:
             return []
         try:

@@ -138,7 +138,8 @@ def _count(metadatas: Any, counts: Counter[str]) -> int:
 
 
 @contextmanager
-def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool = False) -> Iterator[OpenedStore]:
+def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool = False,
+               recorded_kind: str | None = None) -> Iterator[OpenedStore]:
     """The collection, open for the block; the client is closed when the block ends.
 
     Args:
@@ -148,6 +149,7 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
             created (``query``).
         empty_ok: with ``create=False``, a missing Qdrant collection is an empty one (its ingest record lists it:
             ``QdrantVectorStore`` creates the collection with its first row, and no file gave one).
+        recorded_kind: the kind of store the collection's ingest record names (see :func:`check_store_folder`).
 
     Raises:
         IngestError: see :func:`check_store_folder`; the collection is missing (``create=False``); the directory is
@@ -156,7 +158,7 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         ImportError: the ``vectorstores`` extra is not installed.
     """
     check_collection(collection)
-    check_store_folder(spec, None, create=create)
+    check_store_folder(spec, recorded_kind, create=create)
     what = f"the {spec.kind} vector store"
     errors = store_errors(spec.kind)
     open_errors: tuple[type[BaseException], ...] = (*errors, ValueError, OSError)
