@@ -33,8 +33,8 @@ from llama_index_sac import (  # noqa: E402
     SummaryAugmentationTransformation,
     load_legalbenchrag,
 )
-from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex  # noqa: E402
-from llama_index_sac.harness.environment import peak_memory_mb  # noqa: E402
+from llama_index_sac.apps.benchmark.environment import peak_memory_mb  # noqa: E402
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex  # noqa: E402
 
 DATASETS = ["contractnli", "cuad", "maud", "privacy_qa"]
 

@@ -40,7 +40,7 @@ def write_subset(folder: Path, n: int) -> list[Path]:
 
 
 def one(engine: str, folder: Path, store: Path) -> dict[str, float]:
-    from llama_index_sac.harness.ingest import IngestSettings, ingest
+    from llama_index_sac.apps.ingest.run import IngestSettings, ingest
 
     settings = IngestSettings(show_progress=False, **ENGINES[engine])
     t0 = time.perf_counter()

@@ -67,9 +67,9 @@ class HashedWordsEmbedding(BaseEmbedding):
 def _child(args: argparse.Namespace) -> None:
     """One run, in this process: print one JSON line with what it measured."""
     import llama_index_sac
-    from llama_index_sac.harness.config import LoaderOptions, RunSettings, parse_config
-    from llama_index_sac.harness.factories import load_benchmark, load_embedding_model
-    from llama_index_sac.harness.runner import run_evaluation
+    from llama_index_sac.apps.benchmark.config import LoaderOptions, RunSettings, parse_config
+    from llama_index_sac.apps.benchmark.factories import load_benchmark, load_embedding_model
+    from llama_index_sac.apps.benchmark.runner import run_evaluation
 
     resident = load_embedding_model(None)  # what the real run holds besides the runner's data
     resident.get_text_embedding_batch(["The Receiving Party shall hold the Confidential Information in trust."] * 64)
@@ -104,7 +104,7 @@ def _run(label: str, code: Path | None, work: Path, data_dir: Path) -> dict[str,
 
 def _identical(a_path: str, b_path: str) -> int:
     """Compare every aggregate and record of two results files; returns the number of records compared."""
-    from llama_index_sac.harness.results import parse_results
+    from llama_index_sac.apps.benchmark.results import parse_results
 
     a = parse_results(json.loads(Path(a_path).read_text(encoding="utf-8")))
     b = parse_results(json.loads(Path(b_path).read_text(encoding="utf-8")))

@@ -29,10 +29,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from llama_index_sac.harness.config import LoaderOptions, RunSettings, parse_config
-from llama_index_sac.harness.factories import load_benchmark
-from llama_index_sac.harness.results import RunResults
-from llama_index_sac.harness.runner import run_evaluation
+from llama_index_sac.apps.benchmark.config import LoaderOptions, RunSettings, parse_config
+from llama_index_sac.apps.benchmark.factories import load_benchmark
+from llama_index_sac.apps.benchmark.results import RunResults
+from llama_index_sac.apps.benchmark.runner import run_evaluation
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 3.0)
 FOCUS = (0, 2)

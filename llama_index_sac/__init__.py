@@ -5,10 +5,8 @@ Reuter et al., "Towards Reliable Retrieval in RAG Systems for Large Legal Datase
 
 from typing import TYPE_CHECKING
 
-from llama_index_sac.augmentation import SummaryAugmentationTransformation
-from llama_index_sac.document_names import distinctive_names
-from llama_index_sac.document_retrieval import DocumentAwareRetriever, DocumentIndex, StaleDocumentIndexWarning
-from llama_index_sac.embeddings import EmbedLimitWarning, default_embedding_model
+from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
+from llama_index_sac.embeddings.model import EmbedLimitWarning, default_embedding_model
 from llama_index_sac.evaluation import (
     DRMMetric,
     EvaluationResult,
@@ -22,7 +20,7 @@ from llama_index_sac.evaluation import (
     gold_span_id,
     node_locations,
 )
-from llama_index_sac.ingestion import (
+from llama_index_sac.ingestion.pipeline import (
     SACIngestionPipeline,
     SettingsChangedWarning,
     SummaryFailureWarning,
@@ -36,6 +34,8 @@ from llama_index_sac.node_parser import (
     SemanticNodeParser,
     SpanNodeParser,
 )
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex, StaleDocumentIndexWarning
+from llama_index_sac.retrievers.document_names import distinctive_names
 from llama_index_sac.sentences import sentence_spans
 from llama_index_sac.summarizers import (
     BaseSummarizer,
@@ -48,20 +48,25 @@ from llama_index_sac.summarizers import (
     TermStatistics,
 )
 from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCacheError
-from llama_index_sac.vector_store import NumpyVectorStore
+from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers
-    from llama_index_sac.datasets import BenchmarkQuery, RetrievalBenchmark, load_legalbenchrag, synthetic_contracts
+    from llama_index_sac.apps.benchmark.datasets import (
+        BenchmarkQuery,
+        RetrievalBenchmark,
+        load_legalbenchrag,
+        synthetic_contracts,
+    )
 
 __version__ = "0.1.0"
 
 #: Names served lazily (PEP 562): the benchmark datasets belong to the harness, so ``import llama_index_sac`` does
 #: not import them; ``from llama_index_sac import synthetic_contracts`` still works.
 _LAZY = {
-    "load_legalbenchrag": "llama_index_sac.datasets",
-    "synthetic_contracts": "llama_index_sac.datasets",
-    "BenchmarkQuery": "llama_index_sac.datasets",
-    "RetrievalBenchmark": "llama_index_sac.datasets",
+    "load_legalbenchrag": "llama_index_sac.apps.benchmark.datasets",
+    "synthetic_contracts": "llama_index_sac.apps.benchmark.datasets",
+    "BenchmarkQuery": "llama_index_sac.apps.benchmark.datasets",
+    "RetrievalBenchmark": "llama_index_sac.apps.benchmark.datasets",
 }
 
 

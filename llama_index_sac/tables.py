@@ -1,7 +1,7 @@
 """Markdown tables in document text (field case 15): a chunk cut from the middle of a table loses its header row.
 
 :func:`markdown_table_header` finds the header a chunk's data rows belong to, so
-:class:`~llama_index_sac.augmentation.SummaryAugmentationTransformation` can embed it with the chunk
+:class:`~llama_index_sac.SummaryAugmentationTransformation` can embed it with the chunk
 (``metadata["table_header"]``). A table is a block of at least two consecutive lines starting with ``|`` (after
 spaces/tabs) whose lines include a GitHub-style delimiter row (``|---|:--:|``). Linear in the text.
 """

@@ -10,4 +10,4 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_
 
 bash scripts/setup.sh
 
-exec "$PY" -m llama_index_sac.cli eval "$@"
+exec "$PY" -m llama_index_sac.apps.cli eval "$@"

@@ -5,7 +5,7 @@
 
 Writes ``docs/results/<name>/results.json`` (the run's results.json WITHOUT the per-query records, which make it
 several MB: configuration, aggregates, confusions, summaries, timings, peak memory and the exact command are kept),
-``docs/results/<name>/{drm,precision,recall}_at_k.png`` (``llama_index_sac.harness.report.write_plots``) and
+``docs/results/<name>/{drm,precision,recall}_at_k.png`` (``llama_index_sac.apps.benchmark.report.write_plots``) and
 ``docs/results/<name>/report.md`` (everything printed, so the query-level claims stay checkable). Prints:
 the overall and per-dataset markdown tables, the means over k, timings, the most-confused document pairs, and, for
 each ``--compare A:B`` pair of configurations, queries that B fixes (DRM@k of A > 0.5, B = 0) and queries it does not
@@ -13,7 +13,7 @@ each ``--compare A:B`` pair of configurations, queries that B fixes (DRM@k of A 
 each dataset scored with the configuration its fold chose (``docs/results.md`` 6b), and the mean of those datasets'
 scores (a run's overall scores are the same mean over datasets, so the row compares with each configuration's own).
 Nothing is recomputed: every number is read from the results.json given (any schema version, read through
-``llama_index_sac.harness.results.load_results``; the published copy is written in the current schema). A bad
+``llama_index_sac.apps.benchmark.results.load_results``; the published copy is written in the current schema). A bad
 ``--held-out`` is one usage error before anything is written.
 """
 
@@ -25,8 +25,14 @@ import io
 import sys
 from pathlib import Path
 
-from llama_index_sac.harness import report
-from llama_index_sac.harness.results import ConfigResult, QueryResult, QueryScoresResult, RunResults, load_results
+from llama_index_sac.apps.benchmark import report
+from llama_index_sac.apps.benchmark.results import (
+    ConfigResult,
+    QueryResult,
+    QueryScoresResult,
+    RunResults,
+    load_results,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_sac"
-HARNESS = ("datasets", "harness", "cli", "_cli_entry")
+HARNESS = ("apps",)
 LAYERS = [
     ("_util", "_warn", "_callable_identity"),
     ("spans", "tables", "sentences"),
-    ("embeddings", "vector_store", "node_parser"),
+    ("embeddings", "vector_stores", "node_parser"),
     ("summarizers",),
-    ("documents", "document_names", "summarizing", "augmentation", "evaluation"),
-    ("ingestion", "document_retrieval"),
+    ("documents", "augmentation", "evaluation"),
+    ("ingestion", "retrievers"),
     HARNESS,
 ]
 CORE = {"llama_index", "numpy", "nupunkt", "nltk", "pydantic", "pydantic_core", "tqdm", "httpx", "llama_index_sac"}
@@ -139,6 +139,6 @@ def test_import_llama_index_sac_pulls_no_harness_and_no_heavy_dependency() -> No
 
     code = ("import sys, llama_index_sac; bad = [m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'typer', 'matplotlib', 'sklearn', 'transformers', 'openai') or m.startswith("
-            "('llama_index_sac.datasets', 'llama_index_sac.harness', 'llama_index_sac.cli'))]; print(bad)")
+            "'llama_index_sac.apps')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

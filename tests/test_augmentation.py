@@ -21,7 +21,7 @@ from llama_index_sac import (
     SummarizationError,
     SummaryAugmentationTransformation,
 )
-from llama_index_sac.augmentation import EmbedLimitWarning, markdown_table_header
+from llama_index_sac.augmentation.transformation import EmbedLimitWarning, markdown_table_header
 from llama_index_sac.summarizers import SummaryCache
 from tests._nodes import located_nodes, source_id, text_nodes
 from tests._summary_fakes import HTTPStatusError, RecordingLLM, document_of

@@ -18,11 +18,8 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from llama_index_sac.cli import app, eval_command
-from llama_index_sac.datasets.synthetic import synthetic_contracts
-from llama_index_sac.evaluation.confusion import confused_pairs
-from llama_index_sac.harness import factories, report
-from llama_index_sac.harness.components import (
+from llama_index_sac.apps.benchmark import factories, report
+from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
     SUMMARIZER_KINDS,
     ComponentSettings,
@@ -32,7 +29,7 @@ from llama_index_sac.harness.components import (
     RecursiveParserSettings,
     SemanticParserSettings,
 )
-from llama_index_sac.harness.config import (
+from llama_index_sac.apps.benchmark.config import (
     DEPRECATED_KEYS,
     PRESETS,
     EvaluationSetupError,
@@ -42,15 +39,18 @@ from llama_index_sac.harness.config import (
     RunSettings,
     parse_config,
 )
-from llama_index_sac.harness.eval_job import (
+from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
+from llama_index_sac.apps.benchmark.eval_job import (
     COMMON_OPTIONS,
     DEFAULT_CONFIGS,
     LOADER_OPTIONS,
     SETTINGS_OPTIONS,
     SUMMARY_OPTIONS,
 )
-from llama_index_sac.harness.results import RunResults, load_results
-from llama_index_sac.harness.runner import run_evaluation
+from llama_index_sac.apps.benchmark.results import RunResults, load_results
+from llama_index_sac.apps.benchmark.runner import run_evaluation
+from llama_index_sac.apps.cli import app, eval_command
+from llama_index_sac.evaluation.confusion import confused_pairs
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.summarizers import ExtractiveSummarizer, LLMSummarizer
 from tests.conftest import LEGALBENCH, FakeEmbedding, requires_legalbench
@@ -481,7 +481,7 @@ def test_damaged_corpus_archive_from_the_entry_point(tmp_path, damage, why):
     archive = root / "corpus.tar.xz"
     archive.write_bytes(damage(archive.read_bytes()))
     proc = subprocess.run(
-        [sys.executable, "-m", "llama_index_sac.cli", "eval", "--data-dir", str(root), "-o", str(tmp_path / "o")],
+        [sys.executable, "-m", "llama_index_sac.apps.cli", "eval", "--data-dir", str(root), "-o", str(tmp_path / "o")],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 2, proc.stderr
@@ -492,7 +492,7 @@ def test_damaged_corpus_archive_from_the_entry_point(tmp_path, damage, why):
 
 
 def test_output_dir_is_staged_then_moved(tmp_path):
-    from llama_index_sac.harness.output import staged_output_dir
+    from llama_index_sac.apps.benchmark.output import staged_output_dir
 
     out = tmp_path / "a" / "b" / "out"
     with staged_output_dir(out) as staging:
@@ -578,7 +578,7 @@ def test_llm_server_failing_or_down_is_one_error_naming_endpoint_and_document(tm
 
 def test_entry_point_exits_cleanly_without_traceback(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "llama_index_sac.cli", "eval", "--data-dir", str(tmp_path / "missing")],
+        [sys.executable, "-m", "llama_index_sac.apps.cli", "eval", "--data-dir", str(tmp_path / "missing")],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 2

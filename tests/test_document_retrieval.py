@@ -13,7 +13,7 @@ from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from llama_index_sac import NumpyVectorStore
-from llama_index_sac.document_retrieval import DEFAULT_NAME_WEIGHT, DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.retrievers.document_aware import DEFAULT_NAME_WEIGHT, DocumentAwareRetriever, DocumentIndex
 from tests.conftest import FakeEmbedding, RecordingEmbedding
 
 pytest.importorskip("bm25s")
@@ -184,8 +184,8 @@ def test_summaries_can_be_kept_out_of_the_embedding_for_the_document_index() -> 
 
 def test_the_runner_offers_it_and_weight_zero_is_plain_sac(tmp_path: Path) -> None:
     from llama_index_sac import synthetic_contracts
-    from llama_index_sac.harness.config import EvaluationSetupError, RunSettings, parse_config
-    from llama_index_sac.harness.runner import run_evaluation
+    from llama_index_sac.apps.benchmark.config import EvaluationSetupError, RunSettings, parse_config
+    from llama_index_sac.apps.benchmark.runner import run_evaluation
 
     configs = [parse_config("sac"),
                parse_config("sac-doc:document_retrieval.prior_weight=0,document_retrieval.focus_documents=0,name=w0"),
@@ -209,7 +209,7 @@ def test_the_runner_offers_it_and_weight_zero_is_plain_sac(tmp_path: Path) -> No
 
 
 def test_name_tokens_keep_capitalised_words_and_drop_possessives_and_stop_words() -> None:
-    from llama_index_sac.document_names import name_tokens, query_tokens, word_tokens
+    from llama_index_sac.retrievers.document_names import name_tokens, query_tokens, word_tokens
 
     text = "Consider Motorola's Non-Disclosure Agreement between CEII and 23andMe; The 2017-18 non-Disclosure X a-B."
     assert name_tokens(text) == ["consider", "motorola", "non-disclosure", "agreement", "ceii", "23andme"]
@@ -223,7 +223,7 @@ def test_name_tokens_keep_capitalised_words_and_drop_possessives_and_stop_words(
 
 def test_distinctive_names_are_the_names_few_reference_documents_contain() -> None:
     from llama_index_sac import TermStatistics
-    from llama_index_sac.document_names import distinctive_names
+    from llama_index_sac.retrievers.document_names import distinctive_names
 
     table = TermStatistics({"agreement": 50, "acme": 1, "receiving": 30, "party": 40, "kestrel": 4}, 100)
     text = "This Agreement between Acme and Kestrel. The Receiving Party and ACME keep Zyx secret."
@@ -281,7 +281,7 @@ _NAMEY = st.text(alphabet=st.sampled_from(list("AbCdEz19-_'’ .,;\n\tÉé")), m
 @settings(max_examples=200, deadline=None)
 @given(_NAMEY)
 def test_name_tokens_are_lower_cased_words_of_the_text(text: str) -> None:
-    from llama_index_sac.document_names import name_tokens, word_tokens
+    from llama_index_sac.retrievers.document_names import name_tokens, word_tokens
 
     low = text.lower()
     for token in name_tokens(text):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from llama_index.core import Document
 
-from llama_index_sac.harness.cache import CachedEmbedding, EmbeddingCache
+from llama_index_sac.apps.benchmark.cache import CachedEmbedding, EmbeddingCache
 from llama_index_sac.node_parser.semantic import SemanticNodeParser
 
 from ._nodes import located_nodes

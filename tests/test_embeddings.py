@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import llama_index_sac.embeddings as emb
-from llama_index_sac.embeddings import (
+import llama_index_sac.embeddings.model as emb
+from llama_index_sac.embeddings.model import (
     DEFAULT_EMBED_MODEL_NAME,
     MINILM_MAX_INPUT_TOKENS,
     MINILM_SAFETENSORS_SHA256,

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from llama_index_sac.cli import app
+from llama_index_sac.apps.cli import app
 
 runner = CliRunner()
 NO_MODEL = "/nonexistent/embedding-model"

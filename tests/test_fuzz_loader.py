@@ -27,8 +27,8 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from llama_index_sac.datasets._corpus import corpus_path_problem
-from llama_index_sac.datasets.legalbenchrag import LegalBenchRAGError, load_legalbenchrag
+from llama_index_sac.apps.benchmark.datasets._corpus import corpus_path_problem
+from llama_index_sac.apps.benchmark.datasets.legalbenchrag import LegalBenchRAGError, load_legalbenchrag
 
 SECRET = "SENTINEL-7f3a: text outside the corpus"
 

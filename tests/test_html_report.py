@@ -17,13 +17,13 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from llama_index_sac.cli import app
-from llama_index_sac.harness.config import LoaderOptions, RunSettings, parse_config
-from llama_index_sac.harness.factories import load_benchmark
-from llama_index_sac.harness.html_report import MARKS, chunk_mark, write_html_report
-from llama_index_sac.harness.results import ResultsFormatError
-from llama_index_sac.harness.run_documents import benchmark_texts
-from llama_index_sac.harness.runner import run_evaluation
+from llama_index_sac.apps.benchmark.config import LoaderOptions, RunSettings, parse_config
+from llama_index_sac.apps.benchmark.factories import load_benchmark
+from llama_index_sac.apps.benchmark.html_report import MARKS, chunk_mark, write_html_report
+from llama_index_sac.apps.benchmark.results import ResultsFormatError
+from llama_index_sac.apps.benchmark.run_documents import benchmark_texts
+from llama_index_sac.apps.benchmark.runner import run_evaluation
+from llama_index_sac.apps.cli import app
 from tests.conftest import FakeEmbedding
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """``llama-sac ingest`` / ``llama-sac query`` (issue 16, item 1) into REAL vector stores: Chroma (embedded, on disk)
 and Qdrant (local mode, on disk), each test in its own temporary directory.
 
-The Python function behind the command (:func:`llama_index_sac.harness.ingest.ingest`) is run with a deterministic
+The Python function behind the command (:func:`llama_index_sac.apps.ingest.run.ingest`) is run with a deterministic
 counting embedding (``FakeEmbedding``: every embedded text is recorded) to check what a second run recomputes; the
 command itself is run end to end with the real offline MiniLM model once, and for its errors.
 """
@@ -21,10 +21,10 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from typer.testing import CliRunner
 
 from llama_index_sac import RecursiveCharacterNodeParser
-from llama_index_sac.datasets import synthetic_contracts
-from llama_index_sac.harness.ingest import IngestError, IngestSettings, ingest, query
-from llama_index_sac.harness.ingest_io import RECORD_DIR, IngestRecord, StoreSpec, find_files
-from llama_index_sac.ingestion import SummaryFailureWarning
+from llama_index_sac.apps.benchmark.datasets import synthetic_contracts
+from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec, find_files
+from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
+from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.summarizers import ExtractiveSummarizer
 from tests.conftest import FakeEmbedding
 
@@ -369,7 +369,7 @@ def test_settings_errors(field: str, value: Any, message: str) -> None:
 # -- the command, end to end (real MiniLM) ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
-    from llama_index_sac.cli import app
+    from llama_index_sac.apps.cli import app
 
     write_contracts(tmp_path / "docs", 4)
     (tmp_path / "docs" / "bad.txt").write_bytes(b"\xff")
@@ -412,7 +412,7 @@ def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
     (["query", " ", "--vector-store", "chroma:{tmp}/store"], "the question is empty"),
 ])
 def test_cli_bad_input_is_one_error_line(tmp_path: Path, args: list[str], message: str) -> None:
-    from llama_index_sac.cli import app
+    from llama_index_sac.apps.cli import app
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "c.txt").write_text("A contract.", encoding="utf-8")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from llama_index.core.schema import MetadataMode
 
-from llama_index_sac.harness.ingest import IngestError, IngestSettings, ingest
+from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
 from tests.conftest import FakeEmbedding
 from tests.test_ingest_cli import node_of, per_doc, rows, write_contracts
 

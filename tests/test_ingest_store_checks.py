@@ -1,7 +1,7 @@
 """``llama-sac ingest`` / ``query`` against stores that are not what the ingest record says: another kind of store,
 a store that lost rows, a damaged store, a folder that is not a store, an empty collection (issue: a new user's
 report). REAL Chroma (embedded) and Qdrant (local mode) in temporary directories; the command is run through its
-entry point (``llama_index_sac.cli.app``) for every error, with the real offline model where one is loaded.
+entry point (``llama_index_sac.apps.cli.app``) for every error, with the real offline model where one is loaded.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from llama_index.core.schema import MetadataMode
 from typer.testing import CliRunner
 
-from llama_index_sac.harness.ingest import IngestSettings, ingest, query
-from llama_index_sac.harness.ingest_io import RECORD_DIR, IngestRecord, StoreSpec
+from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec
+from llama_index_sac.apps.ingest.run import IngestSettings, ingest, query
 from tests.conftest import FakeEmbedding
 from tests.test_ingest_cli import COLLECTION, node_of, per_doc, rows, same_rows, write_contracts
 
@@ -42,7 +42,7 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 
 def cli(*args: str) -> Any:
-    from llama_index_sac.cli import app
+    from llama_index_sac.apps.cli import app
 
     return runner.invoke(app, list(args))
 

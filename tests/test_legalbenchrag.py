@@ -12,7 +12,7 @@ from typing import Literal
 import pytest
 from llama_index.core.schema import MetadataMode
 
-from llama_index_sac.datasets.legalbenchrag import (
+from llama_index_sac.apps.benchmark.datasets.legalbenchrag import (
     LegalBenchRAGError,
     load_legalbenchrag,
     mini_sample,
@@ -431,7 +431,7 @@ def test_long_hostile_values_are_cut_in_messages(tmp_path):
 
 
 def test_retrieval_benchmark_checks_its_spans():
-    from llama_index_sac.datasets.base import BenchmarkQuery, RetrievalBenchmark
+    from llama_index_sac.apps.benchmark.datasets.base import BenchmarkQuery, RetrievalBenchmark
 
     docs = {"a/x.txt": "0123456789"}
 
@@ -454,7 +454,7 @@ def test_retrieval_benchmark_checks_its_spans():
 
 
 def test_archive_member_larger_than_the_cap_is_refused(tmp_path, monkeypatch):
-    from llama_index_sac.datasets import _corpus
+    from llama_index_sac.apps.benchmark.datasets import _corpus
 
     root = make_data(tmp_path / "d", archive=True)
     assert load_legalbenchrag(root).queries
@@ -465,7 +465,7 @@ def test_archive_member_larger_than_the_cap_is_refused(tmp_path, monkeypatch):
 
 
 def test_an_answer_mismatch_shows_where_they_differ() -> None:
-    from llama_index_sac.datasets.legalbenchrag import answer_mismatch
+    from llama_index_sac.apps.benchmark.datasets.legalbenchrag import answer_mismatch
 
     message = answer_mismatch("x" * 70 + "five years.", "x" * 70 + "ten years.", 1000)
     assert "from character 1070 (offset 70 of the span; lengths 81 and 80)" in message

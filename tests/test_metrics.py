@@ -11,7 +11,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.evaluation import RetrieverEvaluator
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
-from llama_index_sac.datasets.base import BenchmarkQuery
+from llama_index_sac.apps.benchmark.datasets.base import BenchmarkQuery
 from llama_index_sac.evaluation.evaluator import (
     DRMMetric,
     NodeLocationError,

@@ -27,7 +27,7 @@ from llama_index_sac import (
     SummaryResult,
     synthetic_contracts,
 )
-from llama_index_sac.ingestion import (
+from llama_index_sac.ingestion.pipeline import (
     SACIngestionPipeline,
     SettingsChangedWarning,
     SummaryFailureWarning,
@@ -35,7 +35,7 @@ from llama_index_sac.ingestion import (
 )
 from llama_index_sac.summarizers.base import BaseSummarizer
 from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCache, SummaryCacheError, summary_cache_key
-from llama_index_sac.vector_store import NumpyVectorStore
+from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 from tests.conftest import LEGALBENCH, FakeEmbedding, requires_legalbench
 
 REPO = Path(__file__).resolve().parents[1]

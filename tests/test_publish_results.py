@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from llama_index_sac.harness import factories
-from llama_index_sac.harness.components import ExtractiveSummarizerSettings
-from llama_index_sac.harness.results import SCHEMA_VERSION, RunResults, load_results, parse_results
+from llama_index_sac.apps.benchmark import factories
+from llama_index_sac.apps.benchmark.components import ExtractiveSummarizerSettings
+from llama_index_sac.apps.benchmark.results import SCHEMA_VERSION, RunResults, load_results, parse_results
 from tests.conftest import LEGALBENCH, requires_legalbench
 
 _spec = importlib.util.spec_from_file_location(

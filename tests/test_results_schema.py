@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llama_index_sac.harness.components import ExtractiveSummarizerSettings, LLMSummarizerSettings
-from llama_index_sac.harness.results import SCHEMA_VERSION, ResultsFormatError, load_results, parse_results
+from llama_index_sac.apps.benchmark.components import ExtractiveSummarizerSettings, LLMSummarizerSettings
+from llama_index_sac.apps.benchmark.results import SCHEMA_VERSION, ResultsFormatError, load_results, parse_results
 
 
 def _scores(n_datasets: int | None = None) -> dict:

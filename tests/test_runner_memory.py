@@ -36,14 +36,14 @@ from llama_index_sac import (
     RecursiveCharacterNodeParser,
     SummaryAugmentationTransformation,
     synthetic_contracts,
-    vector_store,
 )
-from llama_index_sac.harness import factories
-from llama_index_sac.harness.cache import EmbeddingCache
-from llama_index_sac.harness.components import RecursiveParserSettings
-from llama_index_sac.harness.config import RunSettings, parse_config
-from llama_index_sac.harness.runner import run_evaluation
-from llama_index_sac.vector_store import NumpyVectorStore
+from llama_index_sac.apps.benchmark import factories
+from llama_index_sac.apps.benchmark.cache import EmbeddingCache
+from llama_index_sac.apps.benchmark.components import RecursiveParserSettings
+from llama_index_sac.apps.benchmark.config import RunSettings, parse_config
+from llama_index_sac.apps.benchmark.runner import run_evaluation
+from llama_index_sac.vector_stores import numpy_store
+from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 
 from .conftest import FakeEmbedding
 
@@ -96,7 +96,7 @@ def _same(a: NumpyVectorStore, b: NumpyVectorStore, queries: Sequence[VectorStor
 
 
 def test_add_matrix_scores_as_add_with_filters_doc_ids_and_deletes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vector_store, "_NORM_ROWS", 7)  # rows normalised by blocks (4096 by default), ragged end
+    monkeypatch.setattr(numpy_store, "_NORM_ROWS", 7)  # rows normalised by blocks (4096 by default), ragged end
     dim, rng = 24, np.random.default_rng(1)
     vectors = _vectors(120, dim, seed=0)
     listed = _nodes(120)

@@ -510,7 +510,7 @@ def test_default_embed_model_comes_from_the_one_resolver(monkeypatch: pytest.Mon
 # -- the real all-MiniLM-L6-v2 model -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def minilm():
-    from llama_index_sac.embeddings import default_embedding_model
+    from llama_index_sac.embeddings.model import default_embedding_model
 
     return default_embedding_model()
 
@@ -607,7 +607,7 @@ def test_embedding_limit_raise_ignore_and_unknown_tokenizer() -> None:
 
 
 def test_embedding_limit_looks_through_the_runner_cache_and_stays_out_of_ids(tmp_path: Path) -> None:
-    from llama_index_sac.harness.cache import CachedEmbedding, EmbeddingCache
+    from llama_index_sac.apps.benchmark.cache import CachedEmbedding, EmbeddingCache
 
     cache = EmbeddingCache(tmp_path)
     wrapped = CachedEmbedding(TokenLimitedEmbedding(), cache, {"m": "t"})

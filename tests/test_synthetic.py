@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from llama_index_sac.datasets.synthetic import synthetic_contracts
+from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
 from llama_index_sac.node_parser.recursive import RecursiveCharacterNodeParser
 from tests.conftest import FakeEmbedding
 

@@ -14,7 +14,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
 )
 
-from llama_index_sac.vector_store import NumpyVectorStore
+from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 from tests.conftest import FakeEmbedding
 
 

@@ -30,8 +30,8 @@ from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
 
 from llama_index_sac import LLMSummarizer, RecursiveCharacterNodeParser, SummaryAugmentationTransformation
-from llama_index_sac.augmentation import BOOKKEEPING_KEYS
-from llama_index_sac.datasets import synthetic_contracts
+from llama_index_sac.apps.benchmark.datasets import synthetic_contracts
+from llama_index_sac.augmentation.transformation import BOOKKEEPING_KEYS
 from tests._nodes import LocatedNode, located_node, located_nodes, source_id
 from tests._summary_fakes import RecordingLLM, document_of
 from tests.conftest import REPO, FakeEmbedding

@@ -8,8 +8,9 @@ from llama_index_sac._warn import _is_internal, caller_stacklevel
 
 
 def test_internal_modules_by_package_not_by_prefix() -> None:
-    for name in ("llama_index_sac", "llama_index_sac.embeddings", "llama_index.core.ingestion.pipeline", "asyncio",
-                 "asyncio.runners", "concurrent.futures.thread", "tqdm.auto", "llama_index_instrumentation.dispatcher"):
+    for name in ("llama_index_sac", "llama_index_sac.embeddings.model", "llama_index.core.ingestion.pipeline",
+                 "asyncio", "asyncio.runners", "concurrent.futures.thread", "tqdm.auto",
+                 "llama_index_instrumentation.dispatcher"):
         assert _is_internal(name), name
     for name in ("__main__", "llama_index_myapp", "llama_index_sac_plugins", "asyncio_helpers", "tests.test_warn", ""):
         assert not _is_internal(name), name

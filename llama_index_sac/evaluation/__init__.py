@@ -1,5 +1,5 @@
 """Retrieval evaluation (library): span metrics, DRM, the evaluator and its LlamaIndex metric adapters, node
-locations and gold spans. The benchmark runner and its reports are in :mod:`llama_index_sac.harness`."""
+locations and gold spans. The benchmark runner and its reports are in :mod:`llama_index_sac.apps.benchmark`."""
 
 from llama_index_sac.evaluation.confusion import confused_pairs
 from llama_index_sac.evaluation.evaluator import (

@@ -2,7 +2,7 @@
 
 Two ways in:
 
-* :class:`RetrievalQualityEvaluator` runs a retriever over a list of :class:`~llama_index_sac.datasets.BenchmarkQuery`
+* :class:`RetrievalQualityEvaluator` runs a retriever over a list of :class:`~llama_index_sac.BenchmarkQuery`
   (sync :meth:`~RetrievalQualityEvaluator.evaluate_dataset` and async
   :meth:`~RetrievalQualityEvaluator.aevaluate_dataset`, one shared async body) and returns per-query records plus
   aggregates (per dataset, then the unweighted mean over datasets). It retrieves once per query at the retriever's
@@ -54,7 +54,7 @@ from llama_index_sac.evaluation.metrics import (
 
 
 class EvaluationQuery(Protocol):
-    """What the evaluator reads of a query: :class:`llama_index_sac.datasets.BenchmarkQuery` or any object with
+    """What the evaluator reads of a query: :class:`~llama_index_sac.BenchmarkQuery` or any object with
     these attributes (a protocol, so the library layer does not import the datasets of the harness)."""
 
     @property

@@ -83,7 +83,12 @@ from llama_index.core.bridge.pydantic import Field, field_serializer, model_vali
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.utils import get_tqdm_iterable
 
-from llama_index_sac.embeddings import OverflowPolicy, check_embed_limit, default_embedding_model, embedding_identity
+from llama_index_sac.embeddings.model import (
+    OverflowPolicy,
+    check_embed_limit,
+    default_embedding_model,
+    embedding_identity,
+)
 from llama_index_sac.node_parser._semantic_steps import (
     DocumentGeometry,
     breakpoints,
@@ -127,7 +132,7 @@ class SemanticNodeParser(SpanNodeParser):
 
     Embedding limit: every node built (``get_nodes_from_documents``, its async twin, an ``IngestionPipeline``) is
     measured with the model's tokenizer, EMBED string included; nodes longer than the model reads (256 tokens for
-    MiniLM) give one :class:`~llama_index_sac.embeddings.EmbedLimitWarning` per parse, or ``ValueError`` with
+    MiniLM) give one :class:`~llama_index_sac.embeddings.model.EmbedLimitWarning` per parse, or ``ValueError`` with
     ``on_embed_overflow="raise"``. ``chunk_indices`` / ``chunks`` return spans and are not measured.
 
     Ingestion cache: the embedding model is not serialized, but its identity (class name and ``model_name``) is in

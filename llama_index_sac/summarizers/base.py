@@ -1,7 +1,7 @@
 """``BaseSummarizer``: the interface every document summarizer of Summary-Augmented Chunking implements.
 
 A summarizer turns the FULL text of one document into one short string (at most about ``max_chars`` characters)
-that :class:`~llama_index_sac.augmentation.SummaryAugmentationTransformation` attaches to every chunk of that
+that :class:`~llama_index_sac.SummaryAugmentationTransformation` attaches to every chunk of that
 document (SAC, Reuter et al. 2025, arXiv 2510.06999, section 3). The interface is small:
 
 * :meth:`BaseSummarizer.summarize` / :meth:`BaseSummarizer.asummarize` return a :class:`SummaryResult` (the summary

@@ -1,0 +1,369 @@
+"""The one configuration system of the benchmark harness: run configurations, presets, ``PRESET:key=value`` specs,
+the settings shared by a run, and the benchmark loader's options.
+
+A :class:`RunConfig` nests the components' own settings (:mod:`llama_index_sac.apps.benchmark.components`)::
+
+    {"name": "sac", "parser": {"kind": "recursive", "chunk_size": 500, "chunk_overlap": 0},
+     "summarizer": {"kind": "extractive", "max_chars": 150, "metadata_keys": [], "terms": "corpus", ...},
+     "augmentation": {"embed_metadata": []}, "retrieval": "dense"}
+
+Presets (:data:`PRESETS`) are partial dictionaries of that shape. :func:`parse_config` applies, lowest precedence
+first, options common to every configuration, the preset, summary options (only to configurations with a
+summarizer) and the spec's own ``key=value`` items, each by dotted path (``parser.chunk_size=400``,
+``summarizer.metadata_keys=file_name+file_path``); values are coerced and checked by the models, which the
+components validate. The flat keys of the previous release (:data:`DEPRECATED_KEYS`, e.g. ``summary_metadata``)
+still work for one release, with a ``DeprecationWarning`` naming the new key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from llama_index.core.bridge.pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from llama_index_sac._warn import caller_stacklevel
+from llama_index_sac.apps.benchmark.cache import default_cache_dir
+from llama_index_sac.apps.benchmark.components import (
+    DOCUMENT_METADATA_KEYS,
+    PARSER_KINDS,
+    SUMMARIZER_KINDS,
+    AugmentationSettings,
+    DocumentRetrievalSettings,
+    NoSummarizerSettings,
+    ParserSettings,
+    RecursiveParserSettings,
+    SummarizerSettings,
+    settings_class,
+)
+from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scope, load_legalbenchrag
+from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
+from llama_index_sac.evaluation.metrics import DEFAULT_KS
+
+__all__ = [
+    "DEPRECATED_KEYS",
+    "PRESETS",
+    "EvaluationSetupError",
+    "LoaderOptions",
+    "MissingLLMModelError",
+    "RunConfig",
+    "RunSettings",
+    "parse_config",
+]
+
+
+class EvaluationSetupError(ValueError):
+    """A configuration, model or option that cannot be used (the CLI prints the message and exits with status 2)."""
+
+
+class MissingLLMModelError(EvaluationSetupError):
+    """A configuration with the LLM summarizer but no ``summarizer.model`` (the CLI rephrases it as ``--llm``)."""
+
+    def __init__(self, message: str, config: str) -> None:
+        super().__init__(message)
+        self.config = config
+
+
+Retrieval = Literal["dense", "hybrid", "document-aware"]
+
+
+class RunConfig(BaseModel):
+    """One configuration of the comparison: how documents are chunked, summarized, embedded and retrieved.
+
+    Raises:
+        ValueError (pydantic ``ValidationError``): an unknown key, a value the component refuses, or summary
+            metadata keys the benchmark documents do not have.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="Label in tables, plots and results.json.")
+    parser: ParserSettings = Field(
+        default_factory=RecursiveParserSettings, description="The node parser and its settings (kind: recursive, "
+        "semantic or hybrid)."
+    )
+    summarizer: SummarizerSettings = Field(
+        default_factory=NoSummarizerSettings, description="The document summaries embedded with every chunk (SAC; "
+        "kind: none, extractive or llm)."
+    )
+    augmentation: AugmentationSettings = Field(
+        default_factory=AugmentationSettings, description="Document metadata embedded with every chunk."
+    )
+    retrieval: Retrieval = Field(
+        default="dense", description="dense top-k; hybrid: dense + BM25 over the chunks fused by reciprocal rank; "
+        "document-aware: dense + a BM25 prior over the document summaries (DocumentAwareRetriever)."
+    )
+    document_retrieval: DocumentRetrievalSettings = Field(
+        default_factory=DocumentRetrievalSettings, description="Settings of retrieval=document-aware."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_kinds(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = dict(data)
+            for section, default in (("parser", PARSER_KINDS[0]), ("summarizer", SUMMARIZER_KINDS[0])):
+                if isinstance(data.get(section), Mapping) and "kind" not in data[section]:
+                    data[section] = {"kind": default, **data[section]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_document_retrieval(self) -> RunConfig:
+        if self.retrieval == "document-aware" and self.summarizer.kind == "none":
+            raise ValueError("retrieval=document-aware needs document summaries: set summarizer.kind (extractive or "
+                             "llm), and augmentation.embed_summary=false to embed the chunks alone")
+        if not self.augmentation.embed_summary and self.retrieval != "document-aware":
+            raise ValueError("augmentation.embed_summary=false only makes sense with retrieval=document-aware (the "
+                             "summaries would be used nowhere)")
+        return self
+
+    @model_validator(mode="after")
+    def _check_metadata(self) -> RunConfig:
+        unknown = sorted(set(getattr(self.summarizer, "metadata_keys", [])) - set(DOCUMENT_METADATA_KEYS))
+        if unknown:
+            raise ValueError(f"summarizer.metadata_keys: unknown document metadata key(s) {unknown} (the documents "
+                             f"have {', '.join(DOCUMENT_METADATA_KEYS)})")
+        return self
+
+
+#: Named configurations (``--config NAME`` or ``NAME:key=value,...``): partial :class:`RunConfig` dictionaries.
+PRESETS: dict[str, dict[str, Any]] = {
+    "baseline": {"name": "baseline"},
+    "sac": {"name": "sac", "summarizer": {"kind": "extractive"}},
+    "sac-llm": {"name": "sac-llm", "summarizer": {"kind": "llm"}},
+    "sac-expert": {"name": "sac-expert", "summarizer": {"kind": "llm", "prompt": "expert", "max_chars": 300}},
+    "llamaindex": {"name": "llamaindex", "augmentation": {"embed_metadata": ["file_path"]}},
+    # issue 15: the summaries at query time too (DocumentAwareRetriever); "baseline-doc" embeds chunks alone and uses
+    # the extractive summaries for the document index only
+    "sac-doc": {"name": "sac-doc", "summarizer": {"kind": "extractive"}, "retrieval": "document-aware"},
+    "baseline-doc": {"name": "baseline-doc", "summarizer": {"kind": "extractive"},
+                     "augmentation": {"embed_summary": False}, "retrieval": "document-aware"},
+}
+
+#: Flat keys of the previous release -> their dotted key (accepted for one release, with a DeprecationWarning).
+DEPRECATED_KEYS: dict[str, str] = {
+    "parser": "parser.kind",
+    "chunk_size": "parser.chunk_size",
+    "chunk_overlap": "parser.chunk_overlap",
+    "summarizer": "summarizer.kind",
+    "summary_chars": "summarizer.max_chars",
+    "summary_metadata": "summarizer.metadata_keys",
+    "summary_terms": "summarizer.terms",
+    "llm": "summarizer.model",
+    "llm_api_base": "summarizer.api_base",
+    "prompt": "summarizer.prompt",
+    "llm_input_chars": "summarizer.max_input_chars",
+    "long_document": "summarizer.long_document",
+    "embed_metadata": "augmentation.embed_metadata",
+}
+
+
+def _all_keys() -> dict[str, Any]:
+    """Every dotted key a configuration has -> its annotation (the fields of every kind of a section count)."""
+    out: dict[str, Any] = {"name": str, "retrieval": Retrieval}
+    for section, kinds in (("parser", PARSER_KINDS), ("summarizer", SUMMARIZER_KINDS)):
+        for kind in kinds:
+            cls = settings_class(section, kind)
+            assert cls is not None
+            out.update({f"{section}.{f}": info.annotation for f, info in cls.model_fields.items()})
+    out.update({f"augmentation.{f}": info.annotation for f, info in AugmentationSettings.model_fields.items()})
+    out.update({f"document_retrieval.{f}": info.annotation
+                for f, info in DocumentRetrievalSettings.model_fields.items()})
+    return out
+
+
+_KEYS: dict[str, Any] = _all_keys()
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """A spec's string value for ``key``: lists are ``+``-separated (``""``: empty), ``""`` is None where allowed."""
+    if not isinstance(value, str):
+        return value
+    annotation = _KEYS[key]
+    if get_origin(annotation) is list:
+        return [item.strip() for item in value.split("+") if item.strip()]
+    if value.strip() == "" and type(None) in get_args(annotation):
+        return None
+    return value.strip()
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            out.extend(_flatten(value, f"{prefix}{key}."))
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def _canonical(key: str, where: str) -> str:
+    key = key.strip().replace("-", "_")
+    if key in DEPRECATED_KEYS:
+        new = DEPRECATED_KEYS[key]
+        warnings.warn(f"configuration key {key!r} ({where}) is deprecated: use {new!r}; the old flat keys are "
+                      "accepted until the next release", DeprecationWarning, stacklevel=caller_stacklevel())
+        return new
+    if key not in _KEYS:
+        close = difflib.get_close_matches(key, [*_KEYS, *DEPRECATED_KEYS], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise EvaluationSetupError(
+            f"bad option {key!r} in {where}: the keys are name, retrieval, document_retrieval.<option>, "
+            f"augmentation.embed_metadata, augmentation.embed_summary, parser.kind and parser.<option of that "
+            f"parser>, summarizer.kind and summarizer.<option of that summarizer>{hint}")
+    return key
+
+
+def _apply(tree: dict[str, Any], items: Iterable[tuple[str, Any]], where: str) -> set[str]:
+    """Set each ``(dotted key, value)`` of ``items`` in ``tree``; returns the keys set."""
+    done = set()
+    for raw, value in items:
+        key = _canonical(raw, where)
+        node = tree
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = _coerce(key, value)
+        done.add(key)
+    return done
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """One pydantic error of a RunConfig in the terms of a spec (dotted keys, the kind named)."""
+    loc = [str(part) for part in error["loc"]]
+    kind = loc.pop(1) if len(loc) > 1 and settings_class(loc[0], loc[1]) is not None else None
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not loc:
+        return message
+    path = ".".join(loc)
+    if error["type"] == "extra_forbidden" and kind is not None:
+        cls = settings_class(loc[0], kind)
+        assert cls is not None
+        options = [f for f in cls.model_fields if f != "kind"]
+        if not options:
+            return f"{path}: {loc[0]}.kind is {kind!r}, which takes no options"
+        return f"{path}: the {kind} {loc[0]} has no option {loc[-1]!r} (its options: {', '.join(options)})"
+    if error["type"] == "union_tag_invalid":
+        ctx = error.get("ctx", {})
+        return f"{path}.kind must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
+    return f"{path}: {message}"
+
+
+def parse_config(
+    spec: str, common: Mapping[str, Any] | None = None, summary_options: Mapping[str, Any] | None = None
+) -> RunConfig:
+    """Parse ``PRESET`` or ``PRESET:key=value,key=value`` into a :class:`RunConfig`.
+
+    Precedence, lowest first: ``common`` (dotted key -> value for every configuration, e.g. the CLI's ``--parser``
+    as ``{"parser.kind": "hybrid"}``), the preset, ``summary_options`` (e.g. ``--summarizer``/``--llm``; applied
+    only to configurations whose summarizer is not ``none``), then the spec's own keys. ``name=`` renames; list
+    values use ``+`` (``summarizer.metadata_keys=file_name+file_path``); an empty value is None for optional keys.
+    Without ``name=``, a spec with keys is named after itself (``"sac[parser.kind=hybrid]"``).
+
+    Raises:
+        MissingLLMModelError: the LLM summarizer without a model.
+        EvaluationSetupError: an unknown preset or key, or a value the configuration or component refuses, naming
+            the spec.
+    """
+    preset, _, rest = spec.partition(":")
+    preset = preset.strip()
+    if preset not in PRESETS:
+        raise EvaluationSetupError(f"unknown configuration {preset!r} in {spec!r}: choose from {', '.join(PRESETS)}")
+    where = f"configuration {spec!r}"
+    tree: dict[str, Any] = {}
+    _apply(tree, (common or {}).items(), where)
+    _apply(tree, _flatten(PRESETS[preset]), where)
+    if tree.get("summarizer", {}).get("kind", SUMMARIZER_KINDS[0]) != "none":
+        _apply(tree, (summary_options or {}).items(), where)
+    own = []
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise EvaluationSetupError(f"bad option {item!r} in {where}: expected key=value")
+        own.append((key, value))
+    keys = _apply(tree, own, where)
+    if own and "name" not in keys:
+        tree["name"] = f"{preset}[{rest.strip()}]"
+    try:
+        return RunConfig.model_validate(tree)
+    except ValidationError as exc:
+        errors = exc.errors()
+        if any(e["type"] == "missing" and tuple(e["loc"]) == ("summarizer", "llm", "model") for e in errors):
+            raise MissingLLMModelError(
+                f"{where} uses the LLM summarizer but names no model: give summarizer.model=<OpenAI model name, "
+                "local .gguf path or served model name>", str(tree.get("name", preset))) from None
+        problems = "; ".join(_problem(e) for e in errors)
+        raise EvaluationSetupError(f"invalid {where}: {problems}") from None
+
+
+class RunSettings(BaseModel):
+    """Settings shared by every configuration of one run (the CLI options of the same names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS), min_length=1,
+                          description="Cut-offs k (positive ints; sorted and deduplicated).")
+    embed_model: str | None = Field(default=None, description="Embedding model: Hugging Face id or local folder "
+                                    "(None: default_embedding_model(), all-MiniLM-L6-v2).")
+    cache_dir: Path = Field(default_factory=default_cache_dir, description="Embedding and summary cache folder.")
+    confusion_k: int = Field(default=8, ge=1, description="k at which document confusions are counted (at most "
+                             "the largest k).")
+    show_progress: bool = Field(default=True, description="Progress bars.")
+    retrieval_threads: int = Field(default=4, ge=1, description="Threads retrieving queries concurrently.")
+    llm_concurrency: int = Field(default=2, ge=1, description="Concurrent requests of an LLM summarizer.")
+
+    @field_validator("ks")
+    @classmethod
+    def _check_ks(cls, ks: list[int]) -> list[int]:
+        if min(ks) < 1:
+            raise ValueError(f"k values must be positive integers, got {ks}")
+        return sorted(set(ks))
+
+
+def _default(function: Any, name: str) -> Any:
+    return inspect.signature(function).parameters[name].default
+
+
+class LoaderOptions(BaseModel):
+    """Which benchmark a run loads: the built-in synthetic contracts or LegalBench-RAG, and the loader's options
+    (defaults read from ``synthetic_contracts`` and ``load_legalbenchrag``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["synthetic", "legalbenchrag"] = Field(default="synthetic", description="The benchmark.")
+    data_dir: str | None = Field(default=None, description="LegalBench-RAG data folder (as given).")
+    datasets: list[str] | None = Field(default=None, description="LegalBench-RAG datasets (None: all found).")
+    sampling: Sampling = Field(default=_default(load_legalbenchrag, "sampling"),
+                               description="LegalBench-RAG tests per dataset: all, mini (194) or random (seeded).")
+    sample: int | None = Field(default=None, ge=1, description="Tests per dataset of the mini/random protocols.")
+    seed: int = Field(default=_default(load_legalbenchrag, "seed"),
+                      description="Seed of the random protocol and of the synthetic contracts.")
+    scope: Scope = Field(default=_default(load_legalbenchrag, "scope"),
+                         description="LegalBench-RAG corpus: referenced (documents of the selected tests) or all.")
+    benchmarks_dir: str | None = Field(default=None, description="LegalBench-RAG benchmark folder (None: found).")
+    n_documents: int = Field(default=_default(synthetic_contracts, "n_documents"), ge=2, le=150,
+                             description="Synthetic contracts: how many.")
+
+    @model_validator(mode="after")
+    def _check(self) -> LoaderOptions:
+        if self.source == "synthetic" and (self.datasets or self.sampling != "all" or self.sample
+                                           or self.benchmarks_dir):
+            raise ValueError("datasets, sampling, sample and benchmarks_dir are LegalBench-RAG options "
+                             "(source='legalbenchrag' with a data_dir)")
+        if self.source == "legalbenchrag" and not self.data_dir:
+            raise ValueError("LegalBench-RAG needs its data folder (data_dir)")
+        if self.sampling == "random" and self.sample is None:
+            raise ValueError("sampling=random needs a sample size")
+        return self
+

@@ -1,0 +1,240 @@
+"""``llama-sac eval`` without the command line: which model each option sets, the option values turned into
+configurations, loader options and run settings, the run itself and the error text of a failed LLM summary.
+
+The option tables (:data:`COMMON_OPTIONS`, :data:`SUMMARY_OPTIONS`, :data:`SETTINGS_OPTIONS`,
+:data:`LOADER_OPTIONS`) say, for each ``eval`` option, the configuration key or model field it sets; the CLI reads
+the options' choices, defaults and bounds from those models (:func:`field_default`, :func:`bound`), and
+``tests/test_cli.py`` walks every option against them.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from llama_index.core.bridge.pydantic import BaseModel, ValidationError
+
+from llama_index_sac.apps.benchmark import factories, report
+from llama_index_sac.apps.benchmark.components import LLMSummarizerSettings
+from llama_index_sac.apps.benchmark.config import (
+    EvaluationSetupError,
+    LoaderOptions,
+    MissingLLMModelError,
+    RunConfig,
+    RunSettings,
+    parse_config,
+)
+from llama_index_sac.apps.benchmark.output import staged_output_dir, write_run_outputs
+from llama_index_sac.apps.benchmark.results import RunResults
+from llama_index_sac.apps.benchmark.runner import run_evaluation
+
+__all__ = [
+    "COMMON_OPTIONS",
+    "DEFAULT_CONFIGS",
+    "LOADER_OPTIONS",
+    "SETTINGS_OPTIONS",
+    "SUMMARY_OPTIONS",
+    "bound",
+    "configs_from_options",
+    "field_default",
+    "loader_options",
+    "renamed_option",
+    "run_and_report",
+    "run_settings",
+    "summary_failure",
+]
+
+#: ``eval`` options -> the configuration key they set in every configuration.
+COMMON_OPTIONS: dict[str, str] = {
+    "parser": "parser.kind", "chunk_size": "parser.chunk_size", "chunk_overlap": "parser.chunk_overlap",
+    "retrieval": "retrieval",
+}
+#: ``eval`` options -> the configuration key they set in the configurations that have a summarizer.
+SUMMARY_OPTIONS: dict[str, str] = {
+    "summarizer": "summarizer.kind", "llm": "summarizer.model", "llm_api_base": "summarizer.api_base",
+    "prompt": "summarizer.prompt", "max_chars": "summarizer.max_chars",
+}
+#: ``eval`` options -> the :class:`RunSettings` field they set.
+SETTINGS_OPTIONS: dict[str, str] = {
+    "k": "ks", "embed_model": "embed_model", "cache_dir": "cache_dir", "confusion_k": "confusion_k",
+    "progress": "show_progress", "retrieval_threads": "retrieval_threads", "llm_concurrency": "llm_concurrency",
+}
+#: ``eval`` options -> the :class:`LoaderOptions` field they set (``--mini`` sets ``sampling``).
+LOADER_OPTIONS: dict[str, str] = {
+    "data_dir": "data_dir", "datasets": "datasets", "sample": "sample", "seed": "seed", "scope": "scope",
+    "benchmarks_dir": "benchmarks_dir", "n_documents": "n_documents",
+}
+#: The configurations of ``llama-sac eval`` without ``--config``.
+DEFAULT_CONFIGS = ("baseline", "sac")
+
+
+def field_default(model: type[BaseModel], name: str) -> Any:
+    """The default of ``model``'s field ``name`` (its default factory called)."""
+    return model.model_fields[name].get_default(call_default_factory=True)
+
+
+def bound(model: type[BaseModel], name: str, side: Literal["min", "max"]) -> int | None:
+    """The inclusive integer bound of ``model``'s field ``name`` (from its ``gt``/``ge`` or ``lt``/``le``), or None."""
+    for item in model.model_fields[name].metadata:
+        if side == "min" and getattr(item, "gt", None) is not None:
+            return int(item.gt) + 1
+        if side == "min" and getattr(item, "ge", None) is not None:
+            return int(item.ge)
+        if side == "max" and getattr(item, "lt", None) is not None:
+            return int(item.lt) - 1
+        if side == "max" and getattr(item, "le", None) is not None:
+            return int(item.le)
+    return None
+
+
+def _messages(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {str(e['msg']).removeprefix('Value error, ')}".lstrip(": ")
+                     for e in exc.errors())
+
+
+def configs_from_options(specs: Sequence[str], options: Mapping[str, Any]) -> tuple[list[RunConfig], list[str]]:
+    """The configurations of ``--config`` specs with the ``eval`` options that set configuration keys
+    (:data:`COMMON_OPTIONS` in every configuration, :data:`SUMMARY_OPTIONS` in those with a summarizer; None: not
+    given), and the deprecation messages (flat keys of the previous release), each once.
+
+    Raises:
+        EvaluationSetupError: an invalid configuration, or the LLM summarizer without a model (said in CLI terms).
+    """
+    common = {COMMON_OPTIONS[name]: value for name, value in options.items()
+              if name in COMMON_OPTIONS and value is not None}
+    summary = {SUMMARY_OPTIONS[name]: value for name, value in options.items()
+               if name in SUMMARY_OPTIONS and value is not None}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        try:
+            configs = [parse_config(spec, common, summary) for spec in specs]
+        except MissingLLMModelError as exc:
+            what = ("--summarizer llm" if options.get("summarizer") == "llm"
+                    else f"configuration {exc.config!r} (an LLM summarizer)")
+            raise EvaluationSetupError(
+                f"{what} needs --llm MODEL: an OpenAI model name (with OPENAI_API_KEY), a local .gguf path, or the "
+                "name of a model served at --llm-api-base (or summarizer.model=MODEL in the configuration)"
+            ) from None
+    for w in caught:  # anything but the deprecations goes on as it came
+        if not issubclass(w.category, DeprecationWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    deprecations = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+    return configs, list(dict.fromkeys(deprecations))
+
+
+def renamed_option(old: str, old_value: Any, new: str, new_value: Any) -> tuple[Any, list[str]]:
+    """The value of an option given under its new or its deprecated name, and the deprecation message (if used).
+
+    Raises:
+        EvaluationSetupError: both names given, with different values.
+    """
+    if old_value is None:
+        return new_value, []
+    if new_value is not None and new_value != old_value:
+        raise EvaluationSetupError(f"{old} {old_value} and {new} {new_value} disagree: give {new} only")
+    return old_value, [f"{old} is deprecated: use {new}; the old name is accepted until the next release"]
+
+
+def loader_options(*, data_dir: Path | None, datasets: list[str], mini: bool, sample: int | None, seed: int,
+                   scope: str, benchmarks_dir: Path | None, n_documents: int) -> LoaderOptions:
+    """The benchmark options of ``eval`` (:data:`LOADER_OPTIONS`; ``--mini``/``--sample`` choose the sampling).
+
+    Raises:
+        EvaluationSetupError: LegalBench-RAG options without ``--data-dir``, ``--mini`` with ``--sample``.
+    """
+    if data_dir is None:
+        if datasets or mini or sample or benchmarks_dir:
+            raise EvaluationSetupError("--datasets, --mini, --sample and --benchmarks-dir need --data-dir")
+        options: dict[str, Any] = {"source": "synthetic", "n_documents": n_documents, "seed": seed, "scope": scope}
+    elif mini and sample:
+        raise EvaluationSetupError("--mini and --sample are two sampling protocols: choose one")
+    else:
+        options = {
+            "source": "legalbenchrag", "data_dir": str(data_dir), "datasets": datasets or None,
+            "sampling": "mini" if mini else "random" if sample else "all", "sample": sample, "seed": seed,
+            "scope": scope, "benchmarks_dir": None if benchmarks_dir is None else str(benchmarks_dir),
+        }
+    try:
+        return LoaderOptions(**options)
+    except ValidationError as exc:
+        raise EvaluationSetupError(_messages(exc)) from None
+
+
+def run_settings(**values: Any) -> RunSettings:
+    """:class:`RunSettings` of the ``eval`` options (:data:`SETTINGS_OPTIONS`; None: the field's default).
+
+    Raises:
+        EvaluationSetupError: a value the model refuses.
+    """
+    try:
+        return RunSettings(**{key: value for key, value in values.items() if value is not None})
+    except ValidationError as exc:
+        raise EvaluationSetupError(_messages(exc)) from None
+
+
+def run_and_report(loader: LoaderOptions, configs: list[RunConfig], settings: RunSettings, output_dir: Path | None,
+                   say: Callable[[str], None], show: Callable[[str], None]) -> tuple[Path, RunResults]:
+    """Load the data, run every configuration into a staging folder that becomes ``output_dir`` (default
+    ``runs/eval-<benchmark>-<time>``), then ``show`` the tables; progress lines go to ``say``. Returns the folder
+    and the results.
+
+    Raises:
+        EvaluationSetupError, LegalBenchRAGError, NodeLocationError, SummarizationError, OSError: see
+            :func:`~llama_index_sac.apps.benchmark.runner.run_evaluation` and
+            :func:`~llama_index_sac.apps.benchmark.output.staged_output_dir` (nothing is written then).
+    """
+    if loader.source == "legalbenchrag":
+        say(f"loading LegalBench-RAG from {loader.data_dir} (sampling={loader.sampling}, scope={loader.scope})")
+    benchmark, used = factories.load_benchmark(loader)
+    say(f"{benchmark.description}: {len(benchmark.documents)} documents, {benchmark.n_characters:,} characters, "
+        f"{len(benchmark.queries)} queries in {', '.join(benchmark.datasets)}")
+    out = Path(output_dir or Path("runs") / f"eval-{benchmark.name}-{datetime.now():%Y%m%d-%H%M%S}")
+    with staged_output_dir(out) as staging:
+        results = run_evaluation(benchmark, configs, settings, log=say, loader=used).model_copy(update={
+            "command": "llama-sac " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+            "created": datetime.now().isoformat(timespec="seconds"),
+        })
+        write_run_outputs(results, staging)
+    show("\n" + report.format_tables(results) + "\n\n" + report.format_confusions(results) + "\n\n"
+         + report.format_timings(results))
+    return out, results
+
+
+def _is_file(name: str) -> bool:
+    try:
+        return Path(os.path.expanduser(name)).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
+
+
+def llm_endpoint(config: RunConfig) -> str:
+    """Where an LLM configuration's summaries come from (the order of ``factories.build_llm_summarizer``)."""
+    settings = config.summarizer
+    if not isinstance(settings, LLMSummarizerSettings):
+        return "?"
+    if settings.model.endswith(".gguf") or _is_file(settings.model):
+        return f"local model {settings.model}"
+    if settings.api_base:
+        return settings.api_base
+    return f"OpenAI API (model {settings.model})"
+
+
+def summary_failure(exc: Exception, configs: Sequence[RunConfig]) -> str:
+    """The ``error:`` text of a failed summary: the configuration(s), the endpoint and the document."""
+    message = str(exc)
+    llm = [c for c in configs if c.summarizer.kind == "llm"]
+    names = ", ".join(repr(c.name) for c in llm) or "?"
+    endpoints = [e for e in dict.fromkeys(llm_endpoint(c) for c in llm) if e not in message]
+    doc_id = getattr(exc, "doc_id", None)
+    head = f"LLM summarizer of configuration {names} failed"
+    if endpoints:
+        head += f" (endpoint {', '.join(endpoints)})"
+    if doc_id is not None and str(doc_id) not in message:
+        head += f" on document {doc_id!r}"
+    return f"{head}: {message}"

@@ -1,0 +1,51 @@
+"""The documents of a finished run, found again from its results: the built-in synthetic contracts are regenerated,
+LegalBench-RAG is read from its data folder; either way they are checked against the run's per-query records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from llama_index_sac.apps.benchmark.results import RunResults, parse_results
+
+__all__ = ["benchmark_texts"]
+
+
+def benchmark_texts(results: RunResults | Mapping[str, Any], data_dir: str | Path | None = None) -> dict[str, str]:
+    """The documents of the run's benchmark (doc id -> text), checked against the run's queries.
+
+    The built-in synthetic contracts are regenerated (same ``n_documents`` and ``seed``); LegalBench-RAG is read
+    from ``data_dir`` (default: the folder the run recorded) with the run's datasets, benchmark folder and scope,
+    taking every test of those datasets, so that any sample of them is covered.
+
+    Args:
+        results: what ``run_evaluation`` returns, or a results dictionary (a loaded ``results.json``).
+        data_dir: the LegalBench-RAG data folder (ignored for the synthetic contracts).
+
+    Returns:
+        Document id -> text; a superset of the documents the run's records refer to.
+
+    Raises:
+        ValueError: not results of ``llama-sac eval`` (``ResultsFormatError``); a custom benchmark (no loader);
+            LegalBench-RAG without a data folder; documents whose queries or gold spans differ from the run's records
+            (another seed, data folder or corpus version); ``LegalBenchRAGError`` for unreadable data.
+    """
+    from llama_index_sac.apps.benchmark.factories import load_benchmark
+
+    run = parse_results(results)
+    options = run.benchmark.loader_options(data_dir)
+    if options.source == "legalbenchrag":
+        if options.data_dir is None:
+            raise ValueError("results of LegalBench-RAG: reading its documents needs the data folder (data_dir)")
+        options = options.model_copy(update={"sampling": "all", "sample": None})
+    bench, _ = load_benchmark(options)
+    queries = {q.query_id: q for q in bench.queries}
+    for config in run.configs:
+        for record in config.records or []:
+            query = queries.get(record.query_id)
+            if query is None or query.query != record.query or [tuple(s) for s in query.gold] != record.gold:
+                raise ValueError(f"the documents of {bench.description} do not match the run: query "
+                                 f"{record.query_id!r} is missing or differs")
+    return dict(bench.documents)

@@ -1,0 +1,410 @@
+"""``llama-sac``: the command line of llama-index-sac.
+
+``llama-sac eval`` is the main job: it indexes a corpus under several configurations side by side (default: the flat
+baseline, recursive 500-character chunks, against SAC, the same chunks embedded with an extractive document
+summary), retrieves for every benchmark query and reports DRM@k, precision@k and recall@k per dataset and overall.
+
+* no data option: the built-in synthetic contracts (offline, about a minute on a laptop CPU);
+* ``--data-dir PATH``: LegalBench-RAG (``corpus/`` or ``corpus.tar.xz`` + ``benchmarks/`` or ``benchmarks_mini/``).
+
+Outputs (in ``--output-dir``): ``results.json`` (configuration, per-query records, aggregates, timings, versions,
+peak memory), ``results.csv`` (aggregates, long format), ``queries.csv`` (per query and k), ``confusions.csv``,
+``drm_at_k.png``, ``precision_at_k.png``, ``recall_at_k.png``; the tables are printed too.
+
+Output folder: the run writes into a hidden staging folder beside ``--output-dir`` and moves its files into place
+only when everything succeeded. A new output folder therefore appears complete or not at all; an existing one is
+left unchanged by a failed run, and a successful run replaces its files of the same names (other files stay). Parent
+folders the run had to create are removed again on failure.
+
+Errors: every bad input (an option value typer/click rejects, an unknown option, a malformed ``--k`` such as
+``0`` or ``1,,4``, a missing or unsafe data directory, a corrupt corpus archive, an unknown dataset, an invalid
+configuration, an embedding model that cannot load offline, an LLM server that fails or is down, an unwritable
+output or cache folder, Ctrl-C) prints one ``error: ...`` line on stderr (continuation lines indented) and exits with
+status 2, without a traceback and without output. ``llama-sac`` alone prints the help and exits with status 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment,no-redef]
+try:
+    from typer._click.exceptions import NoArgsIsHelpError
+except ImportError:  # pragma: no cover - older click: no_args_is_help prints the help and exits 0 by itself
+    NoArgsIsHelpError = type("NoArgsIsHelpError", (UsageError,), {})  # type: ignore[assignment,misc]
+
+from llama_index_sac.apps.benchmark.components import (
+    PARSER_KINDS,
+    SUMMARIZER_KINDS,
+    LLMSummarizerSettings,
+    PromptChoice,
+    RecursiveParserSettings,
+)
+from llama_index_sac.apps.benchmark.config import (
+    PRESETS,
+    EvaluationSetupError,
+    LoaderOptions,
+    Retrieval,
+    RunConfig,
+    RunSettings,
+)
+from llama_index_sac.apps.benchmark.datasets.legalbenchrag import MINI_SAMPLE_SIZE, Scope
+from llama_index_sac.apps.benchmark.eval_job import (
+    DEFAULT_CONFIGS,
+    bound,
+    configs_from_options,
+    field_default,
+    loader_options,
+    renamed_option,
+    run_and_report,
+    run_settings,
+    summary_failure,
+)
+
+if TYPE_CHECKING:  # the kinds are read from the settings classes; type checkers see plain strings
+    ParserChoice = str
+    SummarizerChoice = str
+else:
+    ParserChoice = Literal[PARSER_KINDS]
+    SummarizerChoice = Literal[tuple(k for k in SUMMARIZER_KINDS if k != "none")]  # --summarizer: of SAC configs
+
+__all__ = ["app", "main"]
+
+
+def _echo_error(message: str) -> None:
+    """One ``error:`` line on stderr; further lines of ``message`` are indented so that no other line starts with
+    ``error:``."""
+    first, *rest = message.splitlines() or [""]
+    lines = [f"error: {first}"] + [line if line[:1].isspace() else "  " + line for line in rest]
+    typer.echo("\n".join(lines), err=True)
+
+
+def _click_message(exc: ClickException) -> str:
+    text = exc.format_message().replace("Value error, ", "")  # typer's Literal choices wrap click's message
+    if text[:1].isupper() and text[1:2].islower():
+        text = text[0].lower() + text[1:]
+    if isinstance(exc, UsageError) and exc.ctx is not None:
+        text = text.rstrip(".") + f" (see '{exc.ctx.command_path} --help')"
+    return text
+
+
+class _OneLineErrorGroup(TyperGroup):
+    """The command group: click/typer usage errors (bad option values, unknown options) become one ``error:`` line
+    and exit status 2 instead of typer's boxed format (see the module docstring)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        run = super().main
+        if not standalone_mode:
+            return run(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = run(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except NoArgsIsHelpError as exc:
+            typer.echo(exc.format_message())
+            code = 0
+        except ClickException as exc:
+            _echo_error(_click_message(exc))
+            code = 2
+        except typer.Abort:
+            _echo_error("aborted")
+            code = 2
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(
+    name="llama-sac",
+    cls=_OneLineErrorGroup,
+    help="Summary-Augmented Chunking (SAC) for LlamaIndex: measure retrieval over similar legal documents.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """llama-index-sac command line."""
+
+
+def _split_list(values: list[str] | None, option: str, sep: str = ",") -> list[str]:
+    """The items of a repeatable ``sep``-separated option; an empty item (``a,,b``, ``""``) is an error."""
+    out: list[str] = []
+    for value in values or []:
+        items = [v.strip() for v in value.split(sep)]
+        if not all(items):
+            raise EvaluationSetupError(f"{option}: empty item in {value!r} (expected names separated by {sep!r})")
+        out.extend(items)
+    return out
+
+
+_K_ITEM = re.compile(r"\s*[0-9]{1,7}\s*")
+
+
+def _parse_ks(value: str) -> list[int]:
+    """``--k``: comma-separated positive integers (at most 7 digits each), e.g. ``"1,4,16"``; sorted, deduplicated.
+
+    Raises:
+        EvaluationSetupError: an empty item (``"1,,4"``), a non-integer, 0, or more than 7 digits.
+    """
+    items = value.split(",")
+    if not all(_K_ITEM.fullmatch(item) for item in items) or min(int(item) for item in items) < 1:
+        raise EvaluationSetupError(
+            f"--k: expected comma-separated positive integers (at most 7 digits) such as 1,4,16, got {value!r}"
+        )
+    return sorted({int(item) for item in items})
+
+
+def _fail(message: str) -> typer.Exit:
+    _echo_error(message)
+    return typer.Exit(code=2)
+
+
+# defaults and bounds of eval's options, read from the models (typer needs them as plain values)
+_KS = ",".join(map(str, field_default(RunSettings, "ks")))
+_RECURSIVE = {name: field_default(RecursiveParserSettings, name) for name in ("chunk_size", "chunk_overlap")}
+_LOADER = {name: field_default(LoaderOptions, name) for name in ("seed", "scope", "n_documents")}
+_SETTINGS = {name: field_default(RunSettings, name) for name in
+             ("confusion_k", "retrieval_threads", "llm_concurrency", "show_progress", "cache_dir")}
+_MIN_CHARS = bound(LLMSummarizerSettings, "max_chars", "min")
+
+
+@app.command("eval")
+def eval_command(
+    data_dir: Annotated[Path | None, typer.Option(
+        help="LegalBench-RAG data folder (corpus/ or corpus.tar.xz + benchmarks/ or benchmarks_mini/). Default: the "
+        "built-in synthetic contracts.")] = None,
+    datasets: Annotated[list[str] | None, typer.Option(
+        "--datasets", "-d", help="Datasets (benchmark file stems), comma-separated or repeated. Default: all found.")
+    ] = None,
+    mini: Annotated[bool, typer.Option(
+        help=f"LegalBench-RAG-mini sampling recipe ({MINI_SAMPLE_SIZE} tests per dataset).")] = False,
+    sample: Annotated[int | None, typer.Option(
+        help="Seeded random sample of this many tests per dataset.", min=bound(LoaderOptions, "sample", "min"))] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample and of the built-in dataset.")] = _LOADER["seed"],
+    scope: Annotated[Scope, typer.Option(
+        help="Corpus scope: referenced (documents of the selected tests) or all (distractors).")] = _LOADER["scope"],
+    benchmarks_dir: Annotated[Path | None, typer.Option(
+        help="Explicit benchmark folder (absolute or relative to --data-dir).")] = None,
+    n_documents: Annotated[int, typer.Option(
+        help="Built-in dataset: number of contracts.", min=bound(LoaderOptions, "n_documents", "min"),
+        max=bound(LoaderOptions, "n_documents", "max"))] = _LOADER["n_documents"],
+    config: Annotated[list[str] | None, typer.Option(
+        "--config", "-c", help=f"Configuration, repeatable: PRESET or PRESET:key=value,... with presets "
+        f"{', '.join(PRESETS)} and dotted keys (sac:parser.chunk_size=400,summarizer.max_chars=300). Default: "
+        f"{' and '.join(DEFAULT_CONFIGS)}.")] = None,
+    parser: Annotated[ParserChoice | None, typer.Option(
+        help=f"Parser of every configuration (parser.kind; default {PARSER_KINDS[0]}).")] = None,
+    chunk_size: Annotated[int | None, typer.Option(
+        help=f"Chunk size in characters of every configuration (parser.chunk_size; default "
+        f"{_RECURSIVE['chunk_size']}).", min=bound(RecursiveParserSettings, "chunk_size", "min"))] = None,
+    chunk_overlap: Annotated[int | None, typer.Option(
+        help=f"Chunk overlap in characters of every configuration (parser.chunk_overlap; default "
+        f"{_RECURSIVE['chunk_overlap']}).", min=bound(RecursiveParserSettings, "chunk_overlap", "min"))] = None,
+    retrieval: Annotated[Retrieval | None, typer.Option(
+        help="Retrieval of every configuration: dense top-k or hybrid, dense + BM25 fused by reciprocal rank "
+        f"(retrieval; default {field_default(RunConfig, 'retrieval')}).")] = None,
+    summarizer: Annotated[SummarizerChoice | None, typer.Option(
+        help="Summarizer of the SAC configurations (summarizer.kind).")] = None,
+    llm: Annotated[str | None, typer.Option(
+        help="LLM summarizer model (summarizer.model): OpenAI model name, local .gguf path, or a model served at "
+        "--llm-api-base.")] = None,
+    llm_api_base: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint for --llm (summarizer.api_base; e.g. http://127.0.0.1:8000/v1).")] = None,
+    prompt: Annotated[PromptChoice | None, typer.Option(
+        help=f"LLM summary prompt (summarizer.prompt; default {field_default(LLMSummarizerSettings, 'prompt')}).")
+    ] = None,
+    max_chars: Annotated[int | None, typer.Option(
+        help="Summary length in characters of the SAC configurations (summarizer.max_chars; default "
+        f"{field_default(LLMSummarizerSettings, 'max_chars')}).", min=_MIN_CHARS)] = None,
+    summary_chars: Annotated[int | None, typer.Option(
+        hidden=True, help="Deprecated name of --max-chars.", min=_MIN_CHARS)] = None,
+    embed_model: Annotated[str | None, typer.Option(
+        help="Embedding model: Hugging Face id or local folder (default all-MiniLM-L6-v2).")] = None,
+    k: Annotated[str, typer.Option("--k", help="k values, comma-separated positive integers.")] = _KS,
+    confusion_k: Annotated[int, typer.Option(
+        help="k at which document confusions are counted.", min=bound(RunSettings, "confusion_k", "min"))
+    ] = _SETTINGS["confusion_k"],
+    retrieval_threads: Annotated[int, typer.Option(
+        help="Threads retrieving queries concurrently.", min=bound(RunSettings, "retrieval_threads", "min"))
+    ] = _SETTINGS["retrieval_threads"],
+    llm_concurrency: Annotated[int, typer.Option(
+        help="Concurrent requests of an LLM summarizer.", min=bound(RunSettings, "llm_concurrency", "min"))
+    ] = _SETTINGS["llm_concurrency"],
+    cache_dir: Annotated[Path | None, typer.Option(
+        help=f"Embedding/summary cache (default {_SETTINGS['cache_dir']}).")] = None,
+    output_dir: Annotated[Path | None, typer.Option(
+        "--output-dir", "-o", help="Where results go (default runs/eval-<name>-<time>); written only if the run "
+        "succeeds (an existing folder is unchanged by a failure).")] = None,
+    progress: Annotated[bool, typer.Option(help="Progress bars.")] = _SETTINGS["show_progress"],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the tables.")] = False,
+) -> None:
+    """Run the main job: index, retrieve and report DRM@k, precision@k, recall@k side by side."""
+    from llama_index_sac.apps.benchmark.datasets.legalbenchrag import LegalBenchRAGError
+    from llama_index_sac.evaluation.evaluator import NodeLocationError
+    from llama_index_sac.summarizers.base import SummarizationError
+
+    logging.basicConfig(level=logging.WARNING)
+    started = time.perf_counter()
+    configs: list[RunConfig] = []
+    echo = (lambda _msg: None) if quiet else (lambda msg: typer.echo(msg, err=True))
+    try:
+        max_chars, notes = renamed_option("--summary-chars", summary_chars, "--max-chars", max_chars)
+        ks = _parse_ks(k)
+        configs, deprecations = configs_from_options(
+            _split_list(config, "--config", ";") or list(DEFAULT_CONFIGS),
+            {"parser": parser, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "retrieval": retrieval,
+             "summarizer": summarizer, "llm": llm, "llm_api_base": llm_api_base, "prompt": prompt,
+             "max_chars": max_chars},
+        )
+        for message in [*notes, *deprecations]:
+            typer.echo(f"warning: {message}", err=True)
+        loader = loader_options(data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini,
+                                sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
+                                n_documents=n_documents)
+        settings = run_settings(ks=ks, embed_model=embed_model, cache_dir=cache_dir, confusion_k=confusion_k,
+                                show_progress=progress and not quiet, retrieval_threads=retrieval_threads,
+                                llm_concurrency=llm_concurrency)
+        out, _ = run_and_report(loader, configs, settings, output_dir, echo, typer.echo)
+    except (LegalBenchRAGError, EvaluationSetupError, NodeLocationError) as exc:
+        raise _fail(str(exc)) from None
+    except SummarizationError as exc:
+        raise _fail(summary_failure(exc, configs)) from None
+    except (OSError, sqlite3.Error) as exc:  # an unwritable output or cache folder, a full disk
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted") from None
+    if not quiet:
+        typer.echo(f"\nresults in {out} ({time.perf_counter() - started:.0f} s)")
+
+
+if TYPE_CHECKING:
+    from llama_index_sac.apps.benchmark.results import RunResults
+
+#: Where ``llama-sac report --html`` looks for LegalBench-RAG when ``--data-dir`` is not given.
+_DEFAULT_LBR = Path("..") / "shared" / "data" / "legalbenchrag"
+
+
+@app.command("report")
+def report_command(
+    run: Annotated[Path, typer.Argument(help="A run folder of llama-sac eval, or its results.json.")],
+    markdown: Annotated[bool, typer.Option(help="Markdown tables (overall, then per dataset).")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write one self-contained HTML page here: tables, plots, "
+                                  "confused documents and a per-query drill-down of two configurations.")
+    ] = None,
+    compare: Annotated[
+        str | None, typer.Option(help="HTML drill-down: the two configurations side by side, A,B (default: the "
+                                 "run's first two).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="HTML drill-down of a LegalBench-RAG run: its data folder, for the chunk "
+                                  f"texts (default {_DEFAULT_LBR} when present).")
+    ] = None,
+) -> None:
+    """Print the tables of a finished run again, from its results.json (nothing is recomputed); --html writes the
+    report a user can open."""
+    from llama_index_sac.apps.benchmark import report
+    from llama_index_sac.apps.benchmark.results import ResultsFormatError, load_results
+
+    if html is None and (compare is not None or data_dir is not None):
+        raise _fail("--compare and --data-dir need --html")
+    try:
+        if run.is_dir() and not (run / "results.json").is_file():
+            raise _fail(f"{run} is a folder without results.json: expected a run folder of llama-sac eval or its "
+                        "results.json")
+        results = load_results(run)
+    except ResultsFormatError as exc:
+        raise _fail(f"cannot read results from {run}: not a results.json of llama-sac eval ({exc})") from None
+    except OSError as exc:
+        raise _fail(f"cannot read results from {run}: {type(exc).__name__}: {exc}") from None
+    if markdown:
+        scopes = ["overall", *results.datasets]
+        text = "".join(f"\n{scope}:\n\n" + report.format_markdown(results, scope) + "\n" for scope in scopes)
+    else:
+        text = report.format_tables(results) + "\n\n" + report.format_confusions(results) + "\n"
+    text += (f"\ncommand: {results.command or '?'}\nwall: {results.timings.wall_s:.0f} s; "
+             f"peak memory {results.peak_memory_mb:.0f} MiB")
+    if html is not None:
+        _write_html(results, html, compare, data_dir)
+    typer.echo(text)
+    if html is not None:
+        typer.echo(f"\nHTML report: {html}")
+
+
+def _write_html(results: RunResults, out: Path, compare: str | None, data_dir: Path | None) -> None:
+    """``report --html``: the documents of the run (regenerated or read), then the page; one ``error:`` line on any
+    problem (nothing written)."""
+    from llama_index_sac.apps.benchmark.html_report import write_html_report
+
+    try:
+        pair = _split_list([compare], "--compare") if compare is not None else None
+        if pair is not None and len(pair) != 2:
+            raise ValueError(f"--compare: expected two configuration names A,B, got {compare!r}")
+        texts = _run_texts(results, data_dir)
+    except (ValueError, TypeError) as exc:  # EvaluationSetupError and LegalBenchRAGError are ValueErrors
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot read the documents of the run: {type(exc).__name__}: {exc}") from None
+    try:
+        write_html_report(results, out, texts=texts, compare=pair)
+    except (ValueError, TypeError) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot write the HTML report {out}: {type(exc).__name__}: {exc}") from None
+
+
+def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | None:
+    """The documents of a run with records (``None``: no records, or documents not found, said on stderr).
+    LegalBench-RAG: from ``--data-dir``, else the folder the run recorded, else ``_DEFAULT_LBR``, when present."""
+    from llama_index_sac.apps.benchmark.run_documents import benchmark_texts
+
+    if all(c.records is None for c in results.configs):
+        return None
+    source = results.benchmark.source
+    if source == "synthetic":
+        return benchmark_texts(results)
+    recorded = results.benchmark.data_dir
+    found = [Path(d) for d in (recorded, _DEFAULT_LBR) if d is not None and Path(d).is_dir()]
+    folder = data_dir if data_dir is not None else found[0] if found else None
+    if source != "legalbenchrag" or folder is None:
+        what = "documents of a custom benchmark" if source != "legalbenchrag" else "LegalBench-RAG data not found"
+        typer.echo(f"note: {what}: the drill-down shows offsets only (--data-dir names the data folder)", err=True)
+        return None
+    typer.echo(f"reading the LegalBench-RAG documents from {folder}", err=True)
+    return benchmark_texts(results, folder)
+
+
+# `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in harness/ingest*.py)
+from llama_index_sac.apps.ingest.commands import ingest_command, query_command  # noqa: E402
+
+app.command("ingest")(ingest_command)
+app.command("query")(query_command)
+
+
+def main() -> None:
+    """Entry point of the ``llama-sac`` script."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

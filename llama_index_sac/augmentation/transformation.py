@@ -1,0 +1,390 @@
+"""``SummaryAugmentationTransformation``: Summary-Augmented Chunking as a LlamaIndex ``TransformComponent``.
+
+SAC (Reuter et al. 2025, arXiv 2510.06999, section 3): every chunk is embedded together with a short summary of its
+WHOLE document, so the retriever can tell near-identical clauses of different contracts apart.
+
+What it does to each node (chunk or document):
+
+* ``metadata["document_summary"]`` (``summary_key``) = the document's summary, put FIRST in the metadata. The node's
+  ``text`` and ``start_char_idx``/``end_char_idx`` are not touched: precision/recall are computed on the original
+  spans.
+* The summary reaches the EMBEDDED text through LlamaIndex's own rendering, so any index or vector store embeds it
+  with no special code. With the defaults, ``node.get_content(MetadataMode.EMBED)`` is exactly::
+
+      "document_summary: <summary>\\n\\n<chunk text>"                       # summary first (case 03), then the chunk
+      "document_summary: <summary>\\ntable_header: <header rows>\\n\\n<chunk text>"   # chunk with headerless table rows
+
+  (LlamaIndex strips the rendered string, so a chunk's trailing whitespace is not embedded; ``metadata_template``
+  ``"{key}: {value}"``, ``metadata_separator`` ``"\\n"`` and ``text_template``
+  ``"{metadata_str}\\n\\n{content}"`` are LlamaIndex's defaults; pass ``metadata_template``/``text_template`` to change
+  them.)
+* Content-only by default (``embed_other_metadata=False``): every OTHER metadata key present on the node (e.g.
+  ``file_name``) is added to ``excluded_embed_metadata_keys``, so the summary, not the file name, is what the
+  embedding sees. ``embed_other_metadata=True`` keeps LlamaIndex's behaviour for those keys (the "metadata-aware"
+  setting). Keys added by later transformations are not affected.
+* The summary is excluded from the LLM rendering (``MetadataMode.LLM``) unless ``include_summary_in_llm=True``.
+* Bookkeeping keys, excluded from EMBED and LLM: ``summary_strategy`` (``single``/``map_reduce``/``head_tail``/
+  ``extractive``/``empty``), ``summary_truncated`` (the summarizer did not read the whole document), ``summary_cut``
+  (the summary was cut at a word boundary), ``summary_source`` (where the full text came from: ``document`` (a
+  Document or ``documents=``), ``chunks`` (rebuilt exactly from the chunks' offsets: the same text, so the same
+  summary), ``chunks_with_gaps`` (rebuilt, but some characters were covered by no chunk and were filled with spaces:
+  the summary can differ from the Document's)), ``summary_cache_error`` (the summary is fine but could not be stored
+  in ``cache_dir``) and, on failure with ``on_error="skip"``, ``summary_error`` (then there is no
+  ``document_summary``).
+
+Placements (both tested with ``RecursiveCharacterNodeParser`` and LlamaIndex's ``SentenceSplitter``):
+
+* AFTER the parser (recommended): nodes with a SOURCE relationship are grouped by source document, one summarizer
+  call per document. The full text comes from, in order: a ``Document`` with that id in the same input list; the
+  ``documents=`` argument (``transform(nodes, documents=docs)``, a sequence of Documents or a mapping id -> text);
+  else it is rebuilt from the nodes by their exact offsets (:func:`~llama_index_sac.documents.reconstruct_text`):
+  exact for this package's parsers (``summary_source="chunks"``); gaps (whitespace a parser left out) are filled with
+  spaces (``"chunks_with_gaps"``); a node without offsets or disagreeing overlaps raise ``ValueError``. The summary
+  never eats into the chunk size: the parser already ran.
+* BEFORE the parser: Documents in, the summary goes into each Document's metadata (with the exclusions above) and
+  the parser copies it to every chunk. Our parsers size chunks by content only (``count_metadata=False``, the
+  paper's 500 characters) and ignore it. LlamaIndex's ``SentenceSplitter`` is metadata-aware: it subtracts the
+  longer of the EMBED/LLM metadata renderings (in tokens) from ``chunk_size``, so the chunk BODY shrinks by the
+  summary's size, and when the metadata is at least ``chunk_size`` it raises ``ValueError("Metadata length (...)
+  is longer than chunk size (...)")`` (case 02). Place the transformation after ``SentenceSplitter`` to keep its
+  content budget, or keep this placement deliberately to make ``chunk_size`` bound summary + chunk. With a docstore
+  (``DocstoreStrategy.UPSERTS``) this placement changes each Document's hash (its metadata now holds the summary),
+  so every re-run treats every document as changed: use the after-parser placement there.
+
+Embedding input limit (case 03): with ``embed_limit`` set, every node's EMBED string is measured
+(``embed_length_function``, default characters; :func:`token_length_function` for a tokenizer). When some exceed
+the limit, ``on_embed_overflow="warn"`` (default) emits one ``EmbedLimitWarning`` naming how many nodes, the largest
+and what to change (``logging.captureWarnings(True)`` routes it to logging); ``"raise"`` raises ``ValueError``. The
+chunk body is never cut.
+For all-MiniLM-L6-v2 the limit is 256 word pieces (``[CLS]``/``[SEP]`` included).
+
+Errors: the summarizer retries transient errors (see ``LLMSummarizer``). A document that still fails raises
+:class:`SummarizationError` (``on_error="raise"``: documents not yet started are cancelled; completed summaries
+are already in the cache) or, with ``on_error="skip"``, is recorded on each of its nodes as ``summary_error``
+(:func:`~llama_index_sac.ingestion.failed_documents` lists them). Never a silent substitute. An LLM that is down
+(``LLMUnavailableError``, after the summarizer's ``max_consecutive_failures``) fails the remaining documents at
+once, without a request each.
+
+Recovery (``docs/production.md``, "Failures and recovery"): each call with a failed summary raises
+``failure_epoch`` (kept in ``cache_dir``, else on this object), which ``to_dict()`` carries, so LlamaIndex's
+ingestion cache misses the output that held the failed nodes and the next run summarizes exactly the failed
+documents (every other summary comes from the summary cache). With a docstore, use
+:class:`~llama_index_sac.ingestion.SACIngestionPipeline`.
+
+Cache: with ``cache_dir`` set, summaries are stored on disk (:class:`SummaryCache`, keyed by document text + folded
+metadata + summarizer identity, never the document id) as each document completes; a second run makes zero
+summarizer calls; ``to_dict()`` includes ``summarizer_identity``. Cache faults are per-document faults: an entry that
+cannot be read is a miss; one that cannot be written marks its nodes ``summary_cache_error`` (one
+``CacheWriteWarning``); an unusable location raises ``SummaryCacheError`` before any call with ``on_error="raise"``
+and is read-only with ``"skip"``.
+
+Determinism: a summary depends on the document (text, chosen metadata) and the summarizer's settings only, never on
+the batch: nothing is fitted on the documents of a call (``refit`` is deprecated and ignored).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, field_validator
+from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
+
+from llama_index_sac._warn import caller_stacklevel
+from llama_index_sac.augmentation.summarizing import summarize_groups
+from llama_index_sac.documents import DocumentGroup, group_by_document, is_document
+from llama_index_sac.embeddings.model import EmbedLimitWarning, check_text_limit, token_length_function
+from llama_index_sac.node_parser.base import callable_identity
+from llama_index_sac.summarizers.base import BaseSummarizer, SummaryResult, run_sync
+from llama_index_sac.summarizers.cache import SummaryCache, SummaryCacheError
+from llama_index_sac.summarizers.extractive import ExtractiveSummarizer
+from llama_index_sac.tables import markdown_table_header, markdown_tables
+
+__all__ = [
+    "BOOKKEEPING_KEYS",
+    "EmbedLimitWarning",
+    "SummaryAugmentationTransformation",
+    "markdown_table_header",
+    "token_length_function",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Metadata keys the transformation writes for bookkeeping (never embedded, never shown to the LLM).
+BOOKKEEPING_KEYS = ("summary_strategy", "summary_truncated", "summary_cut", "summary_source", "summary_cache_error",
+                    "summary_error")
+
+
+# -- the transformation ----------------------------------------------------------------------------------------
+class SummaryAugmentationTransformation(TransformComponent):
+    """Attach one summary per source document to every node of that document (SAC). See the module docstring for
+    the EMBED rendering, placements, limits, errors, cache and fitting rules.
+
+    Example::
+
+        pipeline = IngestionPipeline(transformations=[
+            RecursiveCharacterNodeParser(chunk_size=500),
+            SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(max_chars=150),
+                                              cache_dir="~/.cache/llama-index-sac/summaries"),
+            embed_model,
+        ])
+
+    Raises:
+        SummarizationError: a document's summary failed (after the summarizer's retries) and ``on_error="raise"``.
+        ValueError: document text cannot be reconstructed (nodes without offsets, disagreeing overlaps), or
+            ``on_embed_overflow="raise"`` and an EMBED string exceeds ``embed_limit``.
+    """
+
+    summarizer: SerializeAsAny[BaseSummarizer] = Field(
+        default_factory=ExtractiveSummarizer,
+        description="Writes one summary per document; the offline ExtractiveSummarizer by default.",
+    )
+    summary_key: str = Field(default="document_summary", min_length=1, description="Metadata key of the summary.")
+    table_header_key: str | None = Field(
+        default="table_header",
+        description="Metadata key receiving the markdown table header for chunks holding rows of a table whose "
+        "header lies outside the chunk (case 15); None disables it.",
+    )
+    embed_other_metadata: bool = Field(
+        default=False,
+        description="False (content-only): other metadata keys present on the node are excluded from the EMBED "
+        "text, so only the summary (and table header) augments the chunk. True: leave them as they are.",
+    )
+    include_summary_in_llm: bool = Field(
+        default=False, description="Also show the summary in the LLM rendering (MetadataMode.LLM)."
+    )
+    embed_summary: bool = Field(
+        default=True,
+        description="Embed the summary with every chunk (SAC). False: write it to the metadata only (e.g. for "
+        "DocumentAwareRetriever's document index over chunks embedded alone).",
+    )
+    metadata_template: str | None = Field(
+        default=None, description="Set each node's metadata_template (None: keep it, LlamaIndex '{key}: {value}')."
+    )
+    text_template: str | None = Field(
+        default=None,
+        description="Set each node's text_template (None: keep it, LlamaIndex '{metadata_str}\\n\\n{content}', "
+        "i.e. summary first).",
+    )
+    embed_limit: int | None = Field(
+        default=None, gt=0,
+        description="Input limit of the embedding model for the EMBED string, in the unit of "
+        "embed_length_function (characters by default); None: no check.",
+    )
+    embed_length_function: Callable[[str], int] | None = Field(
+        default=None, description="Measures EMBED strings for embed_limit (None: characters); see "
+        "token_length_function()."
+    )
+    on_embed_overflow: Literal["warn", "raise"] = Field(
+        default="warn", description="When EMBED strings exceed embed_limit: one EmbedLimitWarning, or ValueError."
+    )
+    on_error: Literal["raise", "skip"] = Field(
+        default="raise",
+        description="A document whose summary fails after retries: raise SummarizationError, or record "
+        "'summary_error' on its nodes and go on.",
+    )
+    num_workers: int = Field(default=4, ge=1, description="Maximum concurrent summarizer (LLM) requests.")
+    show_progress: bool = Field(default=False, description="Show a progress bar over documents.")
+    refit: bool = Field(
+        default=False, description="Deprecated, ignored: summaries no longer depend on the batch (nothing is fitted "
+        "on a call's documents). Build a TermStatistics once for ExtractiveSummarizer instead.",
+    )
+    cache_dir: str | None = Field(
+        default=None, exclude=True,
+        description="Directory of the persistent summary cache (None: no cache). Not part of the settings hash.",
+    )
+
+    _calls: int = PrivateAttr(default=0)
+    _epoch: int = PrivateAttr(default=0)  # failures recorded by this object (see failure_epoch)
+    _memo: dict[str, SummaryResult] = PrivateAttr(default_factory=dict)  # summaries by cache key, without cache_dir
+
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _path_to_str(cls, value: Any) -> Any:
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+    @field_validator("refit")
+    @classmethod
+    def _refit_deprecated(cls, value: bool) -> bool:
+        if value:
+            warnings.warn(
+                "SummaryAugmentationTransformation(refit=True) is deprecated and ignored: a summary no longer depends "
+                "on the documents of the call. For ExtractiveSummarizer, build one TermStatistics from your corpus "
+                "(TermStatistics.from_texts(...).save(path)) and pass term_statistics=path.",
+                DeprecationWarning, stacklevel=caller_stacklevel(),
+            )
+        return value
+
+    @field_serializer("embed_length_function")
+    def _serialize_length(self, fn: Callable[[str], int] | None) -> str | None:
+        return callable_identity(fn)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SummaryAugmentationTransformation"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """Settings (as LlamaIndex's ingestion cache hashes them), plus ``summarizer_identity`` and, once a summary
+        has failed, ``failure_epoch`` (so the next run misses the cached output that holds the failed nodes)."""
+        data = super().to_dict(**kwargs)
+        data["summarizer_identity"] = self.summarizer.identity()
+        epoch = self.failure_epoch
+        if epoch:
+            data["failure_epoch"] = epoch
+        return data
+
+    @property
+    def failure_epoch(self) -> int:
+        """How many calls had a failed summary: this object's count, or the count kept in ``cache_dir``, whichever
+        is larger (0 when none ever failed). Only ever grows; see the module docstring (Recovery)."""
+        cache = self.cache
+        stored = cache.failure_epoch() if cache is not None else 0
+        return max(self._epoch, stored)
+
+    def note_failure_epoch(self, epoch: int) -> None:
+        """Raise this object's ``failure_epoch`` to at least ``epoch`` (used by ``SACIngestionPipeline``, which
+        keeps the epoch in the ingestion cache so that it travels with ``persist``/``load``)."""
+        self._epoch = max(self._epoch, int(epoch))
+
+    @property
+    def summarizer_calls(self) -> int:
+        """Summaries computed by the summarizer (cache hits and empty documents excluded) by this instance."""
+        return self._calls
+
+    @property
+    def cache(self) -> SummaryCache | None:
+        return SummaryCache(self.cache_dir) if self.cache_dir else None
+
+    # -- entry points ---------------------------------------------------------------------------------------
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """Augment ``nodes`` in place and return them. ``documents=`` may give full document texts (a sequence
+        of Documents/nodes or a mapping id -> text); ``show_progress=`` overrides the field."""
+        return run_sync(self.acall(nodes, **kwargs))
+
+    async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """Async :meth:`__call__` (the one body both run)."""
+        show_progress = bool(kwargs.get("show_progress", self.show_progress))
+        groups = group_by_document(nodes, kwargs.get("documents"), self._inherited_metadata)
+        reset = getattr(self.summarizer, "reset_circuit", None)
+        if callable(reset):  # a new call tries an endpoint that was down again
+            reset()
+        await self._summarize_all(groups, show_progress)
+        self._record_failures(groups)
+        for group in groups:
+            self._apply(group)
+        self._check_embed_limit(nodes)
+        return nodes
+
+    # -- grouping -------------------------------------------------------------------------------------------
+    def _inherited_metadata(self, node: BaseNode) -> dict[str, Any]:
+        own = {self.summary_key, *BOOKKEEPING_KEYS}
+        if self.table_header_key:
+            own.add(self.table_header_key)
+        return {k: v for k, v in node.metadata.items() if k not in own}
+
+    # -- summarizing ----------------------------------------------------------------------------------------
+    def _usable_cache(self) -> SummaryCache | None:
+        """The cache, checked once per call: ``on_error="raise"`` refuses an unusable location before any summary,
+        ``"skip"`` reads from it (hits) and reports every document whose summary could not be stored."""
+        cache = self.cache
+        if cache is None:
+            return None
+        problem = cache.check_writable()
+        if problem is not None and self.on_error == "raise":
+            raise SummaryCacheError(f"summary cache {cache.directory} cannot be used: {problem}")
+        return cache
+
+    async def _summarize_all(self, groups: list[DocumentGroup], show_progress: bool) -> None:
+        self._calls += await summarize_groups(
+            groups, self.summarizer, cache=self._usable_cache(), memo=self._memo, on_error=self.on_error,
+            concurrency=self.num_workers, show_progress=show_progress,
+        )
+
+    def _record_failures(self, groups: list[DocumentGroup]) -> None:
+        """After a call with failed summaries: raise ``failure_epoch`` (this object, and ``cache_dir`` when set)."""
+        if not any(g.error is not None for g in groups):
+            return
+        epoch = self.failure_epoch + 1
+        self._epoch = epoch
+        cache = self.cache
+        if cache is not None:
+            try:
+                cache.set_failure_epoch(epoch)
+            except OSError as exc:
+                logger.warning("could not record the failure epoch in %s (%s): a re-run in another process may "
+                               "reuse LlamaIndex's cached output of this call", cache.directory, exc)
+
+    # -- writing --------------------------------------------------------------------------------------------
+    def _apply(self, group: DocumentGroup) -> None:
+        tables = markdown_tables(group.text) if self.table_header_key and group.text and "|" in group.text else []
+        result = group.result
+        for node in group.members:
+            metadata = {k: v for k, v in node.metadata.items() if k not in (self.summary_key, *BOOKKEEPING_KEYS)}
+            if self.table_header_key:
+                metadata.pop(self.table_header_key, None)
+            other_keys = list(metadata)
+            new: dict[str, Any] = {}
+            if result is not None and result.summary:
+                new[self.summary_key] = result.summary
+            header = None
+            if tables and not is_document(node) and isinstance(node, TextNode):
+                start, end = node.start_char_idx, node.end_char_idx
+                if start is not None and end is not None:
+                    header = markdown_table_header(group.text or "", start, end, tables)
+            if header is not None and self.table_header_key:
+                new[self.table_header_key] = header
+            new.update(metadata)
+            if result is not None:
+                new["summary_strategy"] = result.strategy
+                new["summary_truncated"] = result.truncated
+                new["summary_cut"] = result.cut
+            new["summary_source"] = group.source
+            if group.cache_error is not None:
+                new["summary_cache_error"] = group.cache_error
+            if group.error is not None:
+                new["summary_error"] = group.error
+            node.metadata = new
+            excluded_embed = set(node.excluded_embed_metadata_keys) | set(BOOKKEEPING_KEYS)
+            if self.embed_summary:
+                excluded_embed.discard(self.summary_key)
+            else:
+                excluded_embed.add(self.summary_key)
+            if self.table_header_key:
+                excluded_embed.discard(self.table_header_key)
+            if not self.embed_other_metadata:
+                excluded_embed |= set(other_keys)
+            excluded_llm = set(node.excluded_llm_metadata_keys) | set(BOOKKEEPING_KEYS)
+            if self.include_summary_in_llm:
+                excluded_llm.discard(self.summary_key)
+            else:
+                excluded_llm.add(self.summary_key)
+            node.excluded_embed_metadata_keys = sorted(excluded_embed)
+            node.excluded_llm_metadata_keys = sorted(excluded_llm)
+            if self.metadata_template is not None:
+                node.metadata_template = self.metadata_template
+            if self.text_template is not None and hasattr(node, "text_template"):
+                node.text_template = self.text_template
+
+    def _check_embed_limit(self, nodes: Sequence[BaseNode]) -> None:
+        if self.embed_limit is None:
+            return
+        measure = self.embed_length_function or len
+        unit = "characters" if self.embed_length_function is None else "units of embed_length_function"
+        embedded = [n for n in nodes if not isinstance(n, Document)]  # documents are not embedded; their chunks are
+
+        def describe(index: int, size: int) -> str:
+            node = embedded[index]
+            body = measure(node.get_content(metadata_mode=MetadataMode.NONE))
+            alone = ", the summary alone leaves no room for the chunk" if size - body >= (self.embed_limit or 0) else ""
+            return f"node {node.node_id!r}, {size}, of which the chunk body is {body}{alone}"
+
+        check_text_limit(
+            [n.get_content(metadata_mode=MetadataMode.EMBED) for n in embedded], self.embed_limit, measure,
+            what="augmented nodes", limit_label=f"embed_limit={self.embed_limit} {unit}", describe=describe,
+            advice="the embedding model will truncate them: lower the chunk size to at most embed_limit minus the "
+            "summary and separators, or lower the summarizer's max_chars. Chunk bodies are never cut here.",
+            on_overflow=self.on_embed_overflow,
+        )

@@ -1,0 +1,25 @@
+"""Retrievers: :class:`DocumentAwareRetriever` and its :class:`DocumentIndex`; a document's distinctive names."""
+
+from llama_index_sac.retrievers.document_aware import (
+    DocumentAwareRetriever,
+    DocumentIndex,
+    StaleDocumentIndexWarning,
+)
+from llama_index_sac.retrievers.document_names import (
+    DEFAULT_MAX_DOCUMENT_FREQUENCY,
+    distinctive_names,
+    name_tokens,
+    query_tokens,
+    word_tokens,
+)
+
+__all__ = [
+    "DEFAULT_MAX_DOCUMENT_FREQUENCY",
+    "DocumentAwareRetriever",
+    "DocumentIndex",
+    "StaleDocumentIndexWarning",
+    "distinctive_names",
+    "name_tokens",
+    "query_tokens",
+    "word_tokens",
+]
