@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers
         synthetic_contracts,
     )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Names served lazily (PEP 562): the benchmark datasets belong to the harness, so ``import llama_index_sac`` does
 #: not import them; ``from llama_index_sac import synthetic_contracts`` still works.
