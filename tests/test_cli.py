@@ -286,7 +286,8 @@ def test_the_default_chunk_size_is_written_once_in_the_configuration_system():
     import llama_index_sac
 
     root = os.path.dirname(llama_index_sac.__file__)
-    for name in ("harness/components.py", "harness/config.py", "harness/factories.py", "harness/runner.py", "cli.py"):
+    for name in ("apps/benchmark/components.py", "apps/benchmark/config.py", "apps/benchmark/factories.py",
+                 "apps/benchmark/runner.py", "apps/cli.py"):
         with open(os.path.join(root, name), encoding="utf-8") as handle:
             tree = ast.parse(handle.read())
         numbers = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value == 500]

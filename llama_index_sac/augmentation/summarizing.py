@@ -5,7 +5,8 @@ blank documents get ``SummaryResult("", "empty")`` without a call; hits come fro
 one, from an in-memory memo); the rest are summarized (LLM summarizers concurrently, at most ``concurrency``
 requests; CPU-bound ones in order). A failure raises :class:`SummarizationError` naming the document
 (``on_error="raise"``; an ``LLMUnavailableError`` keeps its type) or is recorded on the group (``"skip"``). A summary
-that cannot be stored in the cache is kept and reported (``group.cache_error``, one ``CacheWriteWarning``).
+that cannot be stored in the cache is kept and reported (``group.cache_error``, one ``CacheWriteWarning``). Each
+document sends its instrumentation events (:mod:`.events`): a cache hit, or a start and an end or a failure.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from collections.abc import MutableMapping
 from tqdm.auto import tqdm
 
 from llama_index_sac._warn import caller_stacklevel
+from llama_index_sac.augmentation.events import (
+    SummaryCacheHitEvent,
+    SummaryEndEvent,
+    SummaryFailureEvent,
+    SummaryStartEvent,
+    dispatcher,
+)
 from llama_index_sac.documents import DocumentGroup
 from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult
 from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCache, summary_cache_key
@@ -53,6 +61,7 @@ async def summarize_groups(
         SummarizationError: a summary failed and ``on_error="raise"`` (documents not started are cancelled).
     """
     identity = summarizer.identity()
+    name = summarizer.class_name()
     pending: list[tuple[DocumentGroup, str]] = []
     for group in groups:
         text = group.text or ""
@@ -63,6 +72,7 @@ async def summarize_groups(
         hit = cache.get(key) if cache is not None else memo.get(key)
         if hit is not None:
             group.result = hit
+            dispatcher.event(SummaryCacheHitEvent(doc_id=group.doc_id, summarizer=name))
         else:
             pending.append((group, key))
     if not pending:
@@ -73,11 +83,14 @@ async def summarize_groups(
 
     async def run(group: DocumentGroup, key: str) -> None:
         nonlocal computed
+        dispatcher.event(SummaryStartEvent(doc_id=group.doc_id, summarizer=name))
         try:
             result = await summarizer.asummarize(group.text or "", group.metadata, limiter=limiter)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            dispatcher.event(SummaryFailureEvent(doc_id=group.doc_id, summarizer=name,
+                                                 error=f"{type(exc).__name__}: {exc}"))
             if on_error == "raise":
                 if isinstance(exc, LLMUnavailableError):  # the endpoint is down: keep the documented type
                     exc.doc_id = group.doc_id
@@ -93,6 +106,8 @@ async def summarize_groups(
             bar.update(1)
         computed += 1
         group.result = result
+        dispatcher.event(SummaryEndEvent(doc_id=group.doc_id, summarizer=name, strategy=result.strategy,
+                                         summary_chars=len(result.summary)))
         if cache is None:
             memo[key] = result
             return

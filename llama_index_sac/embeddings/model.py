@@ -29,7 +29,7 @@ import hashlib
 import importlib
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +51,8 @@ __all__ = [
     "check_embed_limit",
     "check_text_limit",
     "default_embedding_model",
+    "embedding_from_identity",
+    "is_default_model",
     "embedding_identity",
     "embedding_max_tokens",
     "embedding_token_counter",
@@ -175,6 +177,35 @@ def default_embedding_model(model_name: str | None = None, **kwargs: Any) -> Bas
 def embedding_identity(embed_model: BaseEmbedding) -> dict[str, str]:
     """What identifies an embedding model in a cache key: ``{"class_name": ..., "model_name": ...}``."""
     return {"class_name": embed_model.class_name(), "model_name": str(embed_model.model_name)}
+
+
+def is_default_model(embed_model: BaseEmbedding) -> bool:
+    """Whether ``embed_model`` is the package's default model as :func:`default_embedding_model` builds it (so
+    :func:`embedding_from_identity` can rebuild it from its identity alone)."""
+    return embed_model.class_name() == "HuggingFaceEmbedding" and str(embed_model.model_name) in _DEFAULT_ALIASES
+
+
+def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
+    """The embedding model an :func:`embedding_identity` names, rebuilt: components serialize their model as its
+    identity (``to_dict()``, pickle) instead of carrying its weights.
+
+    Args:
+        identity: ``{"class_name": ..., "model_name": ...}`` as :func:`embedding_identity` wrote it.
+
+    Returns:
+        :func:`default_embedding_model` when the identity names the default model.
+
+    Raises:
+        ValueError: the identity names another model, which cannot be rebuilt from a name alone (pass the model
+            itself, e.g. ``Component.from_dict(data, embed_model=model)``), or it is not such a mapping.
+    """
+    name, kind = identity.get("model_name"), identity.get("class_name")
+    if kind == "HuggingFaceEmbedding" and name in _DEFAULT_ALIASES:
+        return default_embedding_model()
+    raise ValueError(
+        f"the embedding model {kind}({name!r}) cannot be rebuilt from its identity: pass the model itself "
+        f"(embed_model=...)"
+    )
 
 
 def _unwrapped(embed_model: BaseEmbedding) -> BaseEmbedding:

@@ -79,7 +79,7 @@ from typing import Any, Literal
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
+from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator, model_validator
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.utils import get_tqdm_iterable
 
@@ -87,7 +87,9 @@ from llama_index_sac.embeddings.model import (
     OverflowPolicy,
     check_embed_limit,
     default_embedding_model,
+    embedding_from_identity,
     embedding_identity,
+    is_default_model,
 )
 from llama_index_sac.node_parser._semantic_steps import (
     DocumentGeometry,
@@ -137,6 +139,9 @@ class SemanticNodeParser(SpanNodeParser):
 
     Ingestion cache: the embedding model is not serialized, but its identity (class name and ``model_name``) is in
     ``to_dict()``, so two parsers with different models or settings never share cache entries or node ids.
+    ``from_dict(parser.to_dict())`` and pickle rebuild the default model from that identity (a pickled parser does
+    not carry the weights); a parser with another model round-trips with ``from_dict(data, embed_model=model)``
+    and pickles with its model.
 
     Raises:
         ValueError (pydantic ``ValidationError``): ``buffer_size < 0``; sizes out of range or
@@ -209,6 +214,23 @@ class SemanticNodeParser(SpanNodeParser):
     @field_serializer("embed_model")
     def _serialize_embed_model(self, model: BaseEmbedding) -> dict[str, str]:
         return embedding_identity(model)
+
+    @field_validator("embed_model", mode="before")
+    @classmethod
+    def _embed_model_from_identity(cls, value: Any) -> Any:
+        return embedding_from_identity(value) if isinstance(value, dict) else value
+
+    def __getstate__(self) -> dict[str, Any]:
+        model = self.embed_model
+        if not is_default_model(model):
+            return super().__getstate__()
+        self.__dict__["embed_model"] = embedding_identity(model)  # rebuilt from its identity where it is unpickled
+        try:
+            state = super().__getstate__()
+            state["__dict__"] = dict(state["__dict__"])
+        finally:
+            self.__dict__["embed_model"] = model
+        return state
 
     @model_validator(mode="after")
     def _check_settings(self) -> SemanticNodeParser:
