@@ -5,7 +5,7 @@ starts where the previous ended, the last ends at ``len(text)``; each sentence c
 it. So ``"".join(text[s:e] for s, e in spans) == text`` always holds, which the semantic parser relies on for
 losslessness.
 
-Backends (no silent fallback between them: a missing backend raises ``ImportError``, case 17):
+Backends (no silent fallback between them: a missing backend raises ``ImportError``):
 
 * ``"nupunkt"`` (default): Punkt trained on legal text; keeps "Sec. 4.2", "U.S.C. § 101", "Inc.", "No. 5",
   "Fed. R. Civ. P." inside their sentences, where NLTK's English Punkt does not.
@@ -16,13 +16,13 @@ Both are followed by a split after the sentence ends of scripts that Punkt does 
 Japanese, full-width), ``؟`` (Arabic question mark) and ``۔`` (Urdu full stop), with any closing quotes or brackets
 and following whitespace kept with the sentence.
 
-Cost: linear in the text, adversarial text included. nupunkt (0.8) is not on one kind of input: a sentence end glued
-to further punctuation (``."``, ``!!``, ``?)``) is a candidate, and for each candidate it scans the rest of the
-whitespace-free chunk and the next one, so a chunk made of many of them (``."."."...``, ``!!!!...``) is quadratic
-(40,000 characters: 3 s; doubling the length quadruples the time). In a whitespace-free chunk with more than
-:data:`MAX_GLUED_ENDS` such ends, they are therefore hidden from nupunkt (read as ``","``; offsets are unchanged): such
-a chunk ends a sentence at most where it ends. The LegalBench-RAG corpus (79.7 M characters) has at most 3 in a
-chunk, so ordinary text is segmented exactly as nupunkt does. NLTK's Punkt is linear on the same inputs.
+Cost: linear in the text, adversarial text included. nupunkt (0.8) is not on one kind of input: a sentence end glued to
+further punctuation (``."``, ``!!``, ``?)``) is a candidate, and for each candidate it scans the rest of the
+whitespace-free chunk and the next one, so a chunk made of many of them (``."."."...``, ``!!!!...``) is quadratic. In a
+whitespace-free chunk with more than :data:`MAX_GLUED_ENDS` such ends, they are therefore hidden from nupunkt (read as
+``","``; offsets are unchanged): such a chunk ends a sentence at most where it ends. The LegalBench-RAG corpus (79.7 M
+characters) has at most 3 in a chunk, so ordinary text is segmented exactly as nupunkt does. NLTK's Punkt is linear on
+the same inputs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Markdown tables in document text (field case 15): a chunk cut from the middle of a table loses its header row.
+"""Markdown tables in document text : a chunk cut from the middle of a table loses its header row.
 
 :func:`markdown_table_header` finds the header a chunk's data rows belong to, so
 :class:`~llama_index_sac.SummaryAugmentationTransformation` can embed it with the chunk
@@ -50,7 +50,7 @@ def _tables(text: str) -> list[_Table]:
 
 def markdown_table_header(text: str, start: int, end: int, tables: list[Any] | None = None) -> str | None:
     """The header of the markdown table whose DATA rows the span ``text[start:end]`` holds while the header itself
-    is not wholly inside the span (a chunk cut from the middle of a table, case 15); else ``None``.
+    is not wholly inside the span (a chunk cut from the middle of a table); else ``None``.
 
     The header is the table's first row(s) up to and including the ``|---|`` delimiter row, exactly as in the text.
     Only the first such table of the span counts (any later table starts inside the span, header included).

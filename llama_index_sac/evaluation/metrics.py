@@ -21,7 +21,7 @@ Definitions (per query, over the top-``k`` retrieved chunks, in rank order):
   ``1 / rank`` of the first such chunk (1-based), 0 when there is none. Character-level versions of LlamaIndex's
   ``HitRate``/``MRR``.
 
-Conventions for degenerate input (shared case 20; the LegalBench-RAG code returns precision 0 for an empty retrieval,
+Conventions for degenerate input (the LegalBench-RAG code returns precision 0 for an empty retrieval,
 LlamaIndex's ``RetrieverEvaluator`` raises instead, run-llama/llama_index#13926):
 
 * Zero-length spans carry no characters and are ignored everywhere: dropped from the gold set, and a zero-length

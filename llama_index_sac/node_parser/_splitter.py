@@ -2,11 +2,9 @@
 recursive_chunk_spans`, which documents the rules) and its linear-time scanning helpers: grapheme boundaries found on
 demand, single-character regex separators recognized as plain text, piece ends stored compactly.
 
-Why these exist (issue 13): the splitter used to list every grapheme boundary of a segment before cutting it by
-characters (a Python ``int`` per character, about 37 bytes per character on a 50 MB line without whitespace), and
-kept regex piece ends in a ``set`` then a ``list`` (about 70 bytes per character on a long run of spaces with the
-legal preset). Boundaries are now probed where a cut is considered, and piece ends are kept in an ``array`` of 8-byte
-integers.
+Memory stays linear with a small constant on adversarial input (a very long line without whitespace, a long run
+of spaces with the legal preset): grapheme boundaries are probed only where a cut is considered, never listed for a
+whole segment, and piece ends are kept in an ``array`` of 8-byte integers, not in Python sets or lists.
 """
 
 from __future__ import annotations

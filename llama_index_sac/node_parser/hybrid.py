@@ -5,7 +5,7 @@ The hybrid chunking of the SAC paper's comparison (Reuter et al., 2025, arXiv 25
 each section to ``chunk_size``/``chunk_overlap`` characters. So chunks respect the size limit of the recursive
 splitter (the SAC setting: 500 characters) and never straddle a topic shift.
 
-Guarantees (case 13): every final chunk lies inside exactly one section; ``start_char_idx``/``end_char_idx`` are
+Guarantees: every final chunk lies inside exactly one section; ``start_char_idx``/``end_char_idx`` are
 offsets into the ORIGINAL document (section start + offset inside the section, never relative to the section) and
 the SOURCE relationship is the original document; no chunk is longer than ``chunk_size`` (minus the metadata reserve
 with ``count_metadata=True``), empty or whitespace-only; starts and ends strictly increase; overlap only ever occurs

@@ -70,8 +70,8 @@ LEGAL_SEPARATORS: list[str] = [
 
 #: The heading separators above as the splitter runs them. ``\n(?=H)`` has the same match ENDS as ``\n+(?=H)``: the
 #: heading pattern ``H`` never matches at a newline, so only the last newline of a run can precede it, and only match
-#: ends are used. ``\n+(?=H)`` retried the whole rest of a run of newlines at every newline of it (quadratic in the
-#: run: 8,000 blank lines took 4.5 s); ``\n(?=H)`` looks at each newline once. The published strings stay as they
+#: ends are used. ``\n+(?=H)`` retries the whole rest of a run of newlines at every newline of it (quadratic in the
+#: run); ``\n(?=H)`` looks at each newline once. The published strings stay as they
 #: are (they are in the parser's settings, hence in node ids and cache keys).
 _LINEAR_FORMS: dict[str, str] = {sep: "\\n" + sep[3:] for sep in LEGAL_SEPARATORS if sep.startswith("\\n+(?=")}
 

@@ -61,7 +61,7 @@ or whitespace-only; no chunk is longer than ``max_chunk_size`` characters (minus
 ``count_metadata=True``); consecutive chunks touch, so ``"".join(chunks) == text`` (P-LOSSLESS), except where the
 recursive fallback of step 1 left out a whitespace run that fits neither in the chunk before nor in the chunk after
 it within ``max_chunk_size`` (P-COVER still holds: only whitespace is ever left out, and only next to a sentence
-longer than ``max_chunk_size``; case 08's ``"\n\n\nSECTION 1. ..."`` with a limit of 30 is such a case); the same
+longer than ``max_chunk_size``, e.g. ``"\n\n\nSECTION 1. ..."`` with a limit of 30); the same
 texts and settings give the same chunks. 0 sentences (``""``, blank) -> ``[]``; 1 sentence -> ``[text]`` when it fits;
 2 sentences -> 1 or 2 chunks.
 

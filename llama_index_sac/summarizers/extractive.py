@@ -36,7 +36,7 @@ Parts are added in that order while they fit; if the type and the parties alone 
 cut at a word boundary and flagged (``cut=True``). With ``metadata_keys`` the named metadata values are put first
 (e.g. the file name), so results can be reported content-only (the default) and metadata-aware.
 
-A summary is a pure function of the document (issue 12): its text, the ``metadata_keys`` values, the settings and
+A summary is a pure function of the document: its text, the ``metadata_keys`` values, the settings and
 the term table, nothing else. The batch it arrives in, the worker that runs it, the order of documents and earlier
 runs do not matter, so a plain run, ``IngestionPipeline(num_workers=2)``, ``arun``, one-document-at-a-time docstore
 upserts and a pickled summarizer write byte-identical summaries. The table is part of :meth:`identity` by its
@@ -45,8 +45,8 @@ documents at hand: a fit on the batch is exactly what made summaries depend on t
 run (shipped, or built once from the user's corpus with :meth:`fit` / ``TermStatistics.from_texts`` and saved) gives
 the same contrast for every document, and a new document is weighed against the same statistics as the old ones.
 
-Speed: about 1 ms per document after :meth:`fit` (LegalBench-RAG, 112k characters per document on average), which
-reads at most ``lead_chars`` + ``term_sample_chars`` characters of each; see ``bench/bench_summaries.py``.
+Cost: each document is read up to ``lead_chars`` + ``term_sample_chars`` characters, whatever its length (timings:
+``bench/bench_summaries.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``TermStatistics``: the explicit, versioned corpus statistics behind the extractive summary's key terms.
 
-Why an artefact (issue 12): a summary must be a function of the document, never of the batch it was ingested
-with. Fitting TF-IDF on "the documents of the call" made the same contract's key terms change with the batch, with
-``IngestionPipeline(num_workers=2)``, with an update run and after pickling. The term weights now come from a
+Why an artefact: a summary must be a function of the document, never of the batch it was ingested with. Fitting
+TF-IDF on "the documents of the call" would make the same contract's key terms change with the batch, with
+``IngestionPipeline(num_workers=2)``, with an update run and after pickling. The term weights come from a
 document-frequency table that is fixed before summarizing and named by a content fingerprint:
 
 * the table shipped with the package (:meth:`TermStatistics.default`, ``legal-terms-v1``): document frequencies

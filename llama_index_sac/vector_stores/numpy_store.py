@@ -1,9 +1,8 @@
 """``NumpyVectorStore``: an in-memory LlamaIndex vector store that keeps the embeddings in one numpy matrix.
 
-LlamaIndex's ``SimpleVectorStore`` rebuilds a Python list of all embeddings and converts it to an array on EVERY
-query, so a query costs ``O(N * d)`` Python work: about 0.4 s per query over the 26k chunks of LegalBench-RAG-mini
-here, hours for a benchmark over the full corpus. This store keeps a row-normalised ``float32`` matrix, so a query is
-one matrix-vector product plus ``numpy.argpartition``.
+LlamaIndex's ``SimpleVectorStore`` rebuilds a Python list of all embeddings and converts it to an array on EVERY query,
+so a query costs ``O(N * d)`` Python work (``bench/`` has the timings). This store keeps a row-normalised ``float32``
+matrix, so a query is one matrix-vector product plus ``numpy.argpartition``.
 
 Two ways in: :meth:`NumpyVectorStore.add` (LlamaIndex's: each node carries ``node.embedding``, a list of floats) and
 :meth:`NumpyVectorStore.add_matrix` (nodes plus a precomputed ``(n, dim)`` matrix; the nodes need no ``embedding``, so
@@ -43,7 +42,7 @@ __all__ = ["NumpyVectorStore"]
 _DOC_KEYS = ("ref_doc_id", "doc_id", "document_id")
 
 #: Rows normalised at a time: ``np.linalg.norm`` squares its input into a temporary of the same size, so a whole
-#: 244,615 x 384 matrix would need 358 MiB more for a moment; by blocks, 6 MiB. Each row's norm is the same either way.
+#: matrix would need its own size again for a moment; by blocks, a few MiB. Each row's norm is the same either way.
 _NORM_ROWS = 4096
 
 

@@ -144,7 +144,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sac-llm": {"name": "sac-llm", "summarizer": {"kind": "llm"}},
     "sac-expert": {"name": "sac-expert", "summarizer": {"kind": "llm", "prompt": "expert", "max_chars": 300}},
     "llamaindex": {"name": "llamaindex", "augmentation": {"embed_metadata": ["file_path"]}},
-    # issue 15: the summaries at query time too (DocumentAwareRetriever); "baseline-doc" embeds chunks alone and uses
+    # the summaries at query time too (DocumentAwareRetriever); "baseline-doc" embeds chunks alone and uses
     # the extractive summaries for the document index only
     "sac-doc": {"name": "sac-doc", "summarizer": {"kind": "extractive"}, "retrieval": "document-aware"},
     "baseline-doc": {"name": "baseline-doc", "summarizer": {"kind": "extractive"},

@@ -19,10 +19,9 @@ For each :class:`~llama_index_sac.apps.benchmark.config.RunConfig` (side by side
 Memory (it streams, one configuration at a time): no node ever holds its vector as a Python list (``node.embedding``
 stays ``None``; about 12 KiB per 384-dimension node saved), the texts to embed are computed from the nodes on demand
 (no list of them), the store keeps the nodes themselves (no copy), and each configuration's nodes, matrix and index
-are dropped once its records (plain dicts) are computed, before the next configuration is parsed. The 714-document
-LegalBench-RAG run (2 x 244,615 chunks) thus holds one configuration's nodes and one ``244,615 x 384`` float32 matrix
-(358 MiB) at a time, besides the model and the corpus: peak 2,284 MiB with MiniLM loaded, against 8,039 MiB for the
-list-based runner (``bench/bench_runner_memory.py``). The numbers are the list-based runner's, bit for bit (the same
+are dropped once its records (plain dicts) are computed, before the next configuration is parsed. A run thus holds
+one configuration's nodes and one ``n_chunks x dim`` float32 matrix at a time, besides the model and the corpus
+(peak memory: ``bench/bench_runner_memory.py``). The numbers are the list-based runner's, bit for bit (the same
 float32 vectors in the same rows, see ``tests/test_runner_memory.py``).
 
 The parts are built by :mod:`llama_index_sac.apps.benchmark.factories`; :func:`run_evaluation` returns
