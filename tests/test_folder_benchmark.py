@@ -1,0 +1,87 @@
+"""A benchmark from the user's own folder and questions file: offsets found by gold_span, every problem named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llama_index_sac.apps.benchmark.datasets.folder import FolderBenchmarkError, load_folder_benchmark
+
+ACME = "MUTUAL NDA between Acme Corp and Beta LLC.\n\n7. This Agreement is governed by the laws of\nDelaware.\n"
+ZETA = "SERVICES AGREEMENT between Zeta Inc and Omega Ltd.\n\n9. Governed by the laws of New York. Fees: net 30.\n"
+
+
+def _folder(tmp_path: Path) -> Path:
+    (tmp_path / "c" / "nda").mkdir(parents=True)
+    (tmp_path / "c" / "nda" / "acme.txt").write_text(ACME, encoding="utf-8")
+    (tmp_path / "c" / "zeta.md").write_text(ZETA, encoding="utf-8")
+    (tmp_path / "c" / "notes.bin").write_bytes(b"\xff\x00")  # not a document suffix: not read
+    return tmp_path / "c"
+
+
+def _questions(tmp_path: Path, *items: object) -> Path:
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(json.dumps(i) for i in items) + "\n", encoding="utf-8")
+    return path
+
+
+def test_offsets_come_from_the_quotes_and_every_document_is_indexed(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    questions = _questions(
+        tmp_path,
+        # the quote is re-flowed (one space where the document has a line break): whitespace runs match
+        {"question": "Which law governs the Acme NDA?", "file": "nda/acme.txt",
+         "quote": "governed by the laws of Delaware"},
+        {"id": "zeta-fees", "question": "Zeta payment terms?", "file": "zeta.md", "quote": ["net 30", "New York"]},
+    )
+    bench = load_folder_benchmark(folder, questions)
+    assert sorted(bench.documents) == ["nda/acme.txt", "zeta.md"]
+    assert bench.datasets == ["c"] and set(bench.doc_datasets.values()) == {"c"}
+    first, second = bench.queries
+    assert first.query_id == "q1"
+    (span,) = first.gold
+    start = ACME.index("governed")  # worked by hand: the span runs to the end of "Delaware"
+    assert (span.doc_id, span.start, span.end) == ("nda/acme.txt", start, ACME.index("Delaware") + len("Delaware"))
+    assert ACME[span.start:span.end] == "governed by the laws of\nDelaware"
+    assert [ZETA[s.start:s.end] for s in second.gold] == ["net 30", "New York"]
+    assert second.query_id == "zeta-fees"
+
+
+def test_every_problem_is_named_with_its_line(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    questions = _questions(
+        tmp_path,
+        {"question": "x?", "file": "missing.txt", "quote": "a"},
+        {"question": "", "file": "zeta.md", "quote": "net 30"},
+        {"question": "y?", "file": "zeta.md", "quote": "not in the text"},
+        {"question": "z?", "file": "zeta.md", "quote": "e"},  # occurs many times: ambiguous
+        {"question": "w?", "file": "zeta.md", "quote": "Fees", "colour": "red"},
+        [1, 2],
+    )
+    with pytest.raises(FolderBenchmarkError) as info:
+        load_folder_benchmark(folder, questions)
+    message = str(info.value)
+    assert "line 1: 'file' 'missing.txt' is not a document of the folder" in message
+    assert "line 2: 'question' must be a non-empty string" in message
+    assert "line 3: quote 'not in the text' not found in doc_id 'zeta.md'" in message
+    assert "line 4: quote 'e' is ambiguous in doc_id 'zeta.md'" in message
+    assert "line 5: unknown key(s) ['colour']" in message
+    assert "line 6: expected a JSON object, got list" in message
+
+
+def test_bad_files_are_one_error(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    with pytest.raises(FolderBenchmarkError, match="is not a regular file"):
+        load_folder_benchmark(folder, tmp_path / "absent.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"question": "\xff"}\n')
+    with pytest.raises(FolderBenchmarkError, match="is not UTF-8"):
+        load_folder_benchmark(folder, bad)
+    (folder / "latin1.txt").write_bytes(b"caf\xe9")
+    good = _questions(tmp_path, {"question": "q?", "file": "zeta.md", "quote": "net 30"})
+    with pytest.raises(FolderBenchmarkError, match=r"'latin1.txt': not UTF-8 text"):
+        load_folder_benchmark(folder, good)
+    with pytest.raises(FolderBenchmarkError, match="is not a folder"):
+        load_folder_benchmark(tmp_path / "nope", good)
