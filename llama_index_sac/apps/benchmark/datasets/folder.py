@@ -87,7 +87,9 @@ def _question(line_no: int, item: Any, documents: dict[str, str], problems: list
     if not isinstance(query_id, str) or not query_id:
         problems.append(f"{where}: 'id' must be a non-empty string")
     spans: list[LocatedSpan] = []
-    for quote in quote_list if isinstance(file, str) else []:
+    for quote in quote_list:
+        if not isinstance(file, str):
+            break
         try:
             spans.append(gold_span(documents[file], quote, doc_id=file, occurrence=occurrence,
                                    normalize_whitespace=True))
