@@ -25,10 +25,15 @@ LEGALBENCH = SHARED / "data" / "legalbenchrag"
 requires_shared = pytest.mark.skipif(
     not CASES.is_dir(), reason=f"../shared is absent ({SHARED}): the field cases and LegalBench-RAG data live there"
 )
-requires_legalbench = pytest.mark.skipif(
+_legalbench_absent = pytest.mark.skipif(
     not (LEGALBENCH / "corpus.tar.xz").is_file(),
     reason=f"LegalBench-RAG data not found under {LEGALBENCH} (../shared is absent)",
 )
+
+
+def requires_legalbench(test: Any) -> Any:
+    """Marks a test that reads the shared LegalBench-RAG data: ``slow`` (data-heavy), skipped without the data."""
+    return pytest.mark.slow(_legalbench_absent(test))
 
 
 def load_case(case_id: str) -> dict[str, Any]:

@@ -243,6 +243,7 @@ def _run_determinism() -> str:
     return repr([(n.node_id, n.text, n.start_char_idx, n.get_content(MetadataMode.EMBED)) for n in out])
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_case_17_deterministic_across_processes() -> None:
     load_case("17")  # skips here, not inside the subprocesses, when ../shared is absent
     code = "from tests.test_augmentation import _run_determinism; print(_run_determinism())"

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from llama_index_sac import RecursiveCharacterNodeParser
 from llama_index_sac._callable_identity import callable_identity
 from llama_index_sac.summarizers.prompts import chatml_completion_to_prompt
@@ -115,6 +117,7 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_identities_are_the_same_in_every_process() -> None:
     """Nested code (comprehensions), sets and frozensets: their repr holds an address or depends on the hash seed,
     so a naive key changed with every run and a cache keyed on it was never reused."""

@@ -60,6 +60,7 @@ def test_documents_given_win_and_errors_name_the_document() -> None:
         group_by_document(nodes, {"d": 3})
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_many_overlapping_chunks_stay_linear() -> None:
     """100,000 overlapping one-step chunks of a 100,010-character text: a quadratic rebuild would not finish."""
     text = "abcdefghij" * 10_001

@@ -13,6 +13,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -96,6 +97,7 @@ def check(result, out: Path) -> str:
     return errors[0]
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(option, max_size=5), st.lists(extra, max_size=2))
 def test_eval_arguments_exit_0_or_one_error_line(options, extras):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -204,6 +205,7 @@ def _build(base: Path, case: Case) -> Path:
 # -- the property ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_loader_never_reads_outside_and_fails_only_with_named_problems(case: Case) -> None:

@@ -111,6 +111,7 @@ def test_token_length_greedy_merge_measures_chunks_not_the_rest():
 @pytest.mark.parametrize("legal", [False, True])
 @pytest.mark.parametrize("text", ["x" * 1_000_000, "a" + " " * 1_000_000 + "b", "e" + "\u0301" * 300_000],
                          ids=["giant_word", "spaces", "combining"])
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_splitting_memory_stays_near_the_output(text, legal):
     """Peak traced memory of chunk_indices per input character: the old code listed one int per character of a
     word to cut (about 40 bytes per character) and a set of regex match ends (about 70 with the legal preset on a

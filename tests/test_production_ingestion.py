@@ -119,6 +119,7 @@ def _assert_identical(paths: dict[str, dict[str, tuple[str, str]]]) -> None:
         assert differing == [], (name, len(differing))
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_five_ingestion_paths_give_identical_summaries_on_the_builtin_corpus() -> None:
     _assert_identical(_five_paths(corpus_documents(), chunk_size=500))
 

@@ -176,6 +176,7 @@ def test_published_runs_with_extractive_summaries_exist() -> None:
     assert len(PUBLISHED) >= 6, [p.parent.name for p in PUBLISHED]  # grids 1-3, 4a, 4b, 4c
 
 
+@pytest.mark.slow  # re-runs the summaries of every published run
 @requires_legalbench
 @pytest.mark.parametrize("path", PUBLISHED, ids=[p.parent.name for p in PUBLISHED])
 def test_published_extractive_summaries_are_what_the_code_writes(path: Path) -> None:

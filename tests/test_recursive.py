@@ -325,6 +325,7 @@ def _run_in_subprocess(seed: str) -> list:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_case_17_deterministic_across_processes_and_hash_seeds():
     first, second = _run_in_subprocess("0"), _run_in_subprocess("123")
     assert first == second

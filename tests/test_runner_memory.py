@@ -262,6 +262,7 @@ def test_runner_retriever_over_a_matrix_ranks_as_the_list_based_one(tmp_path: Pa
         assert len(b) == 16
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_a_run_holds_no_float_lists_and_one_configuration_at_a_time(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Bound on the peak traced memory of a cached run of baseline + SAC on synthetic_contracts(40), dim 384.

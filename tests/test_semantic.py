@@ -476,6 +476,7 @@ def test_ingestion_cache_separates_settings_and_models() -> None:
     assert len(hashes) == 3
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_node_ids_stable_across_processes() -> None:
     text = LIABILITY + TERMINATION + GOVERNING_LAW
     repo = Path(__file__).resolve().parents[1]

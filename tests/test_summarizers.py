@@ -95,6 +95,7 @@ def _writer(directory: str, worker: int, n: int) -> None:
         assert got is not None and got.summary == f"summary {i}", (worker, i)
 
 
+@pytest.mark.slow  # many processes or a large input: minutes in the whole suite
 def test_cache_is_safe_under_concurrent_processes(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 40)) for w in range(3)]
