@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import typing
-import warnings
 from typing import Any
 
 import pytest
@@ -30,7 +29,6 @@ from llama_index_sac.apps.benchmark.components import (
     SemanticParserSettings,
 )
 from llama_index_sac.apps.benchmark.config import (
-    DEPRECATED_KEYS,
     PRESETS,
     EvaluationSetupError,
     LoaderOptions,
@@ -104,37 +102,17 @@ def test_every_preset_is_a_valid_partial_configuration():
             assert parse_config(name).name == name
 
 
-@pytest.mark.parametrize(("old", "new"), sorted(DEPRECATED_KEYS.items()))
-def test_flat_keys_of_the_previous_release_still_work_with_a_deprecation_warning(old, new):
-    values = {"parser.kind": "hybrid", "parser.chunk_size": "300", "parser.chunk_overlap": "20",
-              "summarizer.kind": "llm", "summarizer.max_chars": "200", "summarizer.metadata_keys": "file_name",
-              "summarizer.terms": "shipped", "summarizer.model": "m.gguf", "summarizer.api_base": "http://h/v1",
-              "summarizer.prompt": "expert", "summarizer.max_input_chars": "2000",
-              "summarizer.long_document": "head_tail", "augmentation.embed_metadata": "file_path"}
-    preset = "sac" if new in ("summarizer.terms", "summarizer.kind") or new == "summarizer.metadata_keys" else \
-        "sac-llm:summarizer.model=m.gguf," if new.startswith("summarizer.") else "baseline"
-    if new == "summarizer.kind":
-        preset, values[new] = "sac:summarizer.model=m.gguf,", "llm"
-    sep = "" if preset.endswith(",") else ":"
-    with pytest.warns(DeprecationWarning, match=f"configuration key '{old}' .* is deprecated: use '{new}'"):
-        by_old = parse_config(f"{preset}{sep}{old}={values[new]},name=x")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new key does not warn
-        by_new = parse_config(f"{preset}{sep}{new}={values[new]},name=x")
-    assert by_old == by_new
+def test_the_published_command_lines_parse_to_the_recorded_configurations():
+    """Every published run's ``-c`` specs (docs/results/*/results.json ``command``) give the configurations the run
+    recorded: the recorded commands re-run as they are."""
+    import shlex
+    from pathlib import Path
 
-
-def test_published_command_lines_parse_to_the_recorded_configurations():
-    """docs/results.md's -c specs (flat keys) give the configurations the published runs recorded."""
-    with pytest.warns(DeprecationWarning):
-        meta = parse_config("sac:summary_metadata=file_name,name=sac-meta")
-        llm = parse_config("sac-llm:llm=q.gguf,long_document=head_tail,llm_input_chars=2000,name=sac-llm")
-        bm25 = parse_config("sac:summary_metadata=file_name,retrieval=hybrid,name=sac-meta-bm25")
-    assert meta.summarizer.model_dump()["metadata_keys"] == ["file_name"] and meta.name == "sac-meta"
-    assert isinstance(llm.summarizer, LLMSummarizerSettings)
-    assert (llm.summarizer.model, llm.summarizer.long_document, llm.summarizer.max_input_chars) == (
-        "q.gguf", "head_tail", 2000)
-    assert bm25.retrieval == "hybrid" and bm25.summarizer.model_dump()["metadata_keys"] == ["file_name"]
+    for path in sorted((Path(__file__).resolve().parents[1] / "docs" / "results").glob("*/results.json")):
+        results = load_results(path)
+        words = shlex.split(results.command or "")
+        specs = [value for flag, value in zip(words, words[1:]) if flag in ("-c", "--config")]
+        assert [parse_config(spec) for spec in specs] == [c.config for c in results.configs], path
 
 
 @pytest.mark.parametrize(
@@ -181,7 +159,7 @@ SETTINGS_OF: list[tuple[type[ComponentSettings], type[BaseModel]]] = [
 
 @pytest.mark.parametrize(("settings", "component"), SETTINGS_OF, ids=[c.__name__ for _, c in SETTINGS_OF])
 def test_component_settings_are_the_components_own_fields(settings, component):
-    own = set(settings.model_fields) - {"kind"} - settings.harness_fields
+    own = set(settings.model_fields) - {"kind"} - settings.builder_fields
     assert own, settings
     for name in own:
         mine, theirs = settings.model_fields[name], component.model_fields[name]
@@ -227,7 +205,7 @@ def test_every_eval_option_is_checked_against_the_models():
     one of the few CLI-only ones); its choices, default and bounds are the model's."""
     signature = inspect.signature(eval_command)
     hints = typing.get_type_hints(eval_command, include_extras=True)
-    cli_only = {"mini", "config", "output_dir", "quiet", "summary_chars"}
+    cli_only = {"mini", "config", "output_dir", "quiet"}
     tables = [COMMON_OPTIONS, SUMMARY_OPTIONS, SETTINGS_OPTIONS, LOADER_OPTIONS]
     assert sum(len(t) for t in tables) + len(cli_only) == len(signature.parameters)  # nothing unclassified
     for name, parameter in signature.parameters.items():
@@ -238,6 +216,8 @@ def test_every_eval_option_is_checked_against_the_models():
             key = {**COMMON_OPTIONS, **SUMMARY_OPTIONS}[name]
             assert parameter.default is None, name  # not given: each configuration keeps its own value
             assert key in info.help, (name, info.help)
+            field = _config_fields(key)[0] if key not in ("parser.kind", "summarizer.kind") else None
+            assert field is None or info.help.startswith(field.description.rstrip(".")), (name, info.help)
             if key == "parser.kind":
                 assert choices == PARSER_KINDS
             elif key == "summarizer.kind":
@@ -273,26 +253,29 @@ def test_every_eval_option_is_checked_against_the_models():
                 assert info.max == next(m.le for m in field.metadata if getattr(m, "le", None) is not None)
         else:
             assert name in cli_only, f"eval option --{name} is checked against no model"
-    summary_chars = typing.get_args(hints["summary_chars"])[1]
-    assert summary_chars.hidden and summary_chars.min == _min(LLMSummarizerSettings.model_fields["max_chars"])
     assert DEFAULT_CONFIGS == ("baseline", "sac") and all(c in PRESETS for c in DEFAULT_CONFIGS)
 
 
-def test_the_default_chunk_size_is_written_once_in_the_configuration_system():
-    """500, the default chunk size, is the recursive parser's field: the configuration system and the CLI read it
-    (no number 500 in their code; docstrings may say it)."""
+def test_the_default_chunk_size_is_written_once():
+    """500, the default chunk size, is ``llama_index_sac.constants.DEFAULT_CHUNK_SIZE``: no other module of the
+    package writes the number (docstrings may say it; an HTTP status range and a key batch are other 500s)."""
     import ast
+    from pathlib import Path
 
     import llama_index_sac
+    from llama_index_sac.constants import DEFAULT_CHUNK_SIZE
 
-    root = os.path.dirname(llama_index_sac.__file__)
-    for name in ("apps/benchmark/components.py", "apps/benchmark/config.py", "apps/benchmark/factories.py",
-                 "apps/benchmark/runner.py", "apps/cli.py"):
-        with open(os.path.join(root, name), encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
+    root = Path(llama_index_sac.__file__).parent
+    other_500s = {"constants.py", "summarizers/retry.py", "apps/benchmark/cache.py"}
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix() in other_500s:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         numbers = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value == 500]
-        assert not numbers, f"{name} repeats 500 on line(s) {numbers}"
-    assert RecursiveParserSettings().chunk_size == RecursiveCharacterNodeParser.model_fields["chunk_size"].default
+        assert not numbers, f"{path.relative_to(root)} repeats 500 on line(s) {numbers}"
+    for parser in (RecursiveCharacterNodeParser, HybridNodeParser):
+        assert parser.model_fields["chunk_size"].default == DEFAULT_CHUNK_SIZE
+    assert RecursiveParserSettings().chunk_size == HybridParserSettings().chunk_size == DEFAULT_CHUNK_SIZE
 
 
 # -- the runner with the fake embedding (fast) ---------------------------------------------------------------------
@@ -421,7 +404,11 @@ def one_error(result) -> str:
         (["--parser", "semantic", "--chunk-size", "300"], "the semantic parser has no option 'chunk_size'"),
         (["--summarizer", "llm"], "--summarizer llm needs --llm MODEL: an OpenAI model name"),
         (["-c", "sac-llm"], "configuration 'sac-llm' (an LLM summarizer) needs --llm MODEL"),
-        (["--summary-chars", "100", "--max-chars", "200"], "--summary-chars 100 and --max-chars 200 disagree"),
+        (["--summary-chars", "100"], "error: no such option: --summary-chars"),
+        (["-c", "sac:summary_metadata=file_name"], "bad option 'summary_metadata'"),
+        (["-c", "sac-doc:document_retrieval.prior_weight=inf"], "document_retrieval.prior_weight: Input should be a "
+         "finite number"),
+        (["-c", "sac-llm:summarizer.model=/nonexistent/m.gguf"], "GGUF model not found: /nonexistent/m.gguf"),
         (["--k", "0,2"], "error: --k: expected comma-separated positive integers"),
         (["--k", "0"], "positive integers (at most 7 digits) such as 1,4,16, got '0'"),
         (["--k", "1,,4"], "got '1,,4'"),
@@ -441,18 +428,6 @@ def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     result = runner.invoke(app, ["eval", *args, "-o", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c")])
     assert message in one_error(result)
     assert not (tmp_path / "out").exists()
-
-
-def test_deprecated_names_print_a_warning_line_and_still_work(tmp_path):
-    """Old -c keys and --summary-chars: one ``warning:`` line each on stderr naming the new name; the run goes on
-    (here to the embedding model, which cannot load: the options were accepted)."""
-    result = runner.invoke(app, ["eval", "-c", "sac:summary_metadata=file_name,name=sac-meta", "--summary-chars", "120",
-                                 "--embed-model", "/nonexistent/model", "-o", str(tmp_path / "o"), "-q"])
-    assert "embedding model '/nonexistent/model' cannot be loaded" in one_error(result)
-    warnings_ = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings_) == 2, result.stderr
-    assert "use --max-chars" in warnings_[0]
-    assert "'summary_metadata'" in warnings_[1] and "use 'summarizer.metadata_keys'" in warnings_[1]
 
 
 def _legalbench_dir(root, tests=None, archive=False):

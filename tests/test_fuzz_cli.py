@@ -50,7 +50,6 @@ OPTIONS = {
     "--chunk-size": numbers,
     "--chunk-overlap": numbers,
     "--confusion-k": numbers,
-    "--summary-chars": numbers,  # deprecated alias of --max-chars: still exercised
     "--max-chars": numbers,
     "--retrieval-threads": numbers,
     "--llm-concurrency": numbers,

@@ -259,7 +259,8 @@ def test_chunk_mark_hand_worked():
         ({"texts": ["x"]}, TypeError, "texts must be a mapping"),
         ({"texts": "shortened"}, ValueError, "is outside .* characters.*texts of another corpus"),
         ({"results": [1]}, TypeError, "results must be RunResults or a results dictionary, got list"),
-        ({"results": {"configs": []}}, ResultsFormatError, "benchmark"),
+        ({"results": {"configs": []}}, ResultsFormatError, "schema_version None"),
+        ({"results": {"schema_version": 2, "configs": []}}, ResultsFormatError, "benchmark"),
     ],
 )
 def test_bad_arguments_one_clear_error_and_no_file(run, tmp_path, kwargs, error, pattern):

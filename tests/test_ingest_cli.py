@@ -24,7 +24,9 @@ from llama_index_sac import RecursiveCharacterNodeParser
 from llama_index_sac.apps.benchmark.datasets import synthetic_contracts
 from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec, find_files
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
+from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
+from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 from llama_index_sac.summarizers import ExtractiveSummarizer
 from tests.conftest import FakeEmbedding
 
@@ -253,7 +255,8 @@ def test_other_settings_are_refused_before_anything_is_written(tmp_path: Path) -
     before = rows(spec)
     Path(tmp_path / "docs" / "extra.txt").write_text("A new contract between Alpha Ltd and Beta Inc.", "utf-8")
     with pytest.raises(IngestError, match=r"built with other settings: parser.chunk_size: 500 -> 300\."):
-        ingest([tmp_path / "docs"], spec, settings(chunk_size=300), embed_model=FakeEmbedding())
+        ingest([tmp_path / "docs"], spec, settings(parser=RecursiveParserSettings(chunk_size=300)),
+               embed_model=FakeEmbedding())
     with pytest.raises(IngestError, match=r"embed_model.dim|embed_model.class_name"):
         ingest([tmp_path / "docs"], spec, settings(), embed_model=OtherEmbedding())
     assert same_rows(rows(spec), before)
@@ -313,7 +316,7 @@ def test_failed_llm_summaries_are_reported_not_written_and_retried_by_the_next_r
     spec = f"chroma:{tmp_path / 'store'}"
     lines: list[str] = []
     with OpenAIStandIn(responder=responder) as server:
-        options = settings(summarizer="llm", llm="served-model", llm_api_base=server.base)
+        options = settings(summarizer=LLMSummarizerSettings(model="served-model", api_base=server.base))
         with pytest.warns(SummaryFailureWarning, match="1 document"):
             report = ingest([docs], spec, options, embed_model=FakeEmbedding(), log=lines.append)
         assert list(report.failed) == [bad] and report.new == 3
@@ -352,18 +355,40 @@ def test_find_files_rules(tmp_path: Path) -> None:
         find_files([tmp_path / "nope"], (".txt",))
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [
-    ("summarizer", "llm", "--summarizer llm needs --llm"),
-    ("llm", "m.gguf", "--llm and --llm-api-base need --summarizer llm"),
-    ("workers", 2, "--workers needs --engine ray"),
-    ("collection", "a/b", "is not a valid collection name"),
-    ("chunk_size", 0, "greater than 0"),
+@pytest.mark.parametrize(("options", "message"), [
+    ({"summarizer": "llm"}, "--summarizer llm needs --llm"),
+    ({"llm": "m.gguf"}, "--llm applies to the llm summarizer, not extractive"),
+    ({"llm_api_base": "http://h/v1"}, "--llm-api-base applies to the llm summarizer, not extractive"),
+    ({"summarizer": "llm", "llm": "/nonexistent/m.gguf"}, "--llm: GGUF model not found: /nonexistent/m.gguf"),
+    ({"workers": 2}, "--workers needs --engine ray"),
+    ({"collection": "a/b"}, "--collection: 'a/b' is not a valid collection name"),
+    ({"chunk_size": 0}, "--chunk-size: Input should be greater than 0"),
+    ({"batch_documents": 0}, "--batch-documents: Input should be greater than or equal to 1"),
+    ({"parser": "semantic", "chunk_size": 300}, "--chunk-size applies to the recursive and hybrid parsers, not "
+     "semantic"),
+    ({"parser": "fancy"}, "--parser: Input tag 'fancy' found using 'kind' does not match any of the expected tags"),
 ])
-def test_settings_errors(field: str, value: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        IngestSettings(**{field: value})
-    with pytest.raises(ValueError, match="--chunk-size applies to the recursive and hybrid parsers"):
-        IngestSettings(parser="semantic", chunk_size=300)
+def test_settings_errors_name_the_options(options: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    """The ingest options are validated by the library's settings models (the components' own fields and rules);
+    each problem is said in terms of the option."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(IngestError) as caught:
+        settings_from_options(**options)
+    assert message in str(caught.value)
+
+
+def test_settings_nest_the_library_models() -> None:
+    from llama_index_sac.settings import ExtractiveSummarizerSettings, HybridParserSettings
+
+    default = IngestSettings()
+    assert default.parser == RecursiveParserSettings() and default.summarizer == ExtractiveSummarizerSettings()
+    assert IngestSettings.model_validate({"parser": "hybrid"}).parser == HybridParserSettings()
+    assert IngestSettings.model_validate({"parser": {"chunk_size": 300}}).parser == RecursiveParserSettings(
+        chunk_size=300)
+    assert settings_from_options(parser="hybrid", chunk_size=10).parser == HybridParserSettings(chunk_size=10)
+    with pytest.raises(ValueError, match="chunk_overlap \\(400\\) must be smaller than chunk_size \\(300\\)"):
+        IngestSettings.model_validate({"parser": {"chunk_size": 300, "chunk_overlap": 400}})
 
 
 # -- the command, end to end (real MiniLM) ---------------------------------------------------------------------------
@@ -403,7 +428,7 @@ def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
     (["ingest", "{tmp}/docs", "--vector-store", "qdrant:{tmp}/docs/c.txt"], "is not a directory"),
     (["ingest", "{tmp}/docs"], "missing option '--vector-store'"),
     (["ingest", "{tmp}/docs", "--vector-store", "chroma:{tmp}/store", "--engine", "spark"],
-     "--engine: Input should be 'local' or 'ray'"),
+     "invalid value for '--engine': 'spark' is not one of 'local', 'ray'"),
     (["ingest", "{tmp}/docs", "--vector-store", "chroma:{tmp}/store", "--summarizer", "llm"],
      "--summarizer llm needs --llm"),
     (["ingest", "{tmp}/docs", "--vector-store", "chroma:{tmp}/store", "--collection", "x"],

@@ -1,5 +1,5 @@
 """scripts/publish_results.py (the goal-1 table, from hand-made results) and the published runs themselves: they load
-through the results schema (migrated from the first, unversioned shape) and their extractive summaries are what the
+through the results schema (the current shape, as written) and their extractive summaries are what the
 current code writes."""
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_a_bad_held_out_spec_writes_nothing(tmp_path: Path, capsys: pytest.Captu
     assert exit_info.value.code == 2 and "no configuration for the datasets ['b']" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
-# -- the published runs load through the schema: the first shape is migrated -------------------------------------
+# -- the published runs load through the schema (the current shape) -------------------------------------
 
 
 def test_the_published_runs_exist() -> None:
@@ -137,33 +137,8 @@ def test_every_published_results_file_loads_with_its_loader_options_and_configur
     assert f"scope={info.scope}" in info.description and f"--scope {info.scope}" in (results.command or "")
     assert info.datasets == raw["benchmark"]["datasets"] and info.loader_options(LEGALBENCH).datasets == list(
         raw["benchmark"]["datasets"])
-    if raw.get("schema_version") == SCHEMA_VERSION:  # published in the current schema: read back as written
-        assert json.loads(results.to_json()) == raw
-        return
-    # every flat configuration key of the first shape is in the nested configuration, under its new name
-    for entry, old in zip(results.configs, raw["configs"]):
-        flat, config = old["config"], entry.config.model_dump()
-        assert (config["name"], config["parser"]["kind"], config["summarizer"]["kind"], config["retrieval"]) == (
-            flat["name"], flat["parser"], flat["summarizer"], flat["retrieval"])
-        assert config["augmentation"]["embed_metadata"] == flat["embed_metadata"]
-        parser, summarizer = config["parser"], config["summarizer"]
-        if flat["parser"] == "semantic":  # the semantic parser never read chunk_size: it is not carried over
-            assert "chunk_size" not in parser
-        else:
-            assert (parser["chunk_size"], parser["chunk_overlap"]) == (flat["chunk_size"], flat["chunk_overlap"])
-        if flat["summarizer"] != "none":
-            assert (summarizer["max_chars"], summarizer["metadata_keys"]) == (flat["summary_chars"],
-                                                                              flat["summary_metadata"])
-        if flat["summarizer"] == "llm":
-            assert (summarizer["model"], summarizer["prompt"], summarizer["long_document"]) == (
-                flat["llm"], flat["prompt"], flat["long_document"])
-            assert summarizer["max_input_chars"] == flat.get("llm_input_chars")
-        # the numbers are the file's, untouched
-        assert entry.aggregates.model_dump(mode="json") == old["aggregates"]
-        assert entry.summaries == old["summaries"]
-        assert (entry.summary_info is None) == (not old["summary_info"])
-    # a published copy written again in the current schema reads back the same
-    assert parse_results(json.loads(results.to_json())) == results
+    # published in the current schema: read back as written
+    assert raw["schema_version"] == SCHEMA_VERSION and json.loads(results.to_json()) == raw
 
 
 # -- the published runs reproduce: every extractive summary in docs/results is what the code writes today ----------

@@ -1,5 +1,5 @@
-"""The typed, versioned results schema: the first (unversioned) shape migrated field by field, clear errors for
-anything else, and a property: any JSON value either loads or raises ResultsFormatError."""
+"""The typed, versioned results schema: the current shape field by field, clear errors for anything else (an older
+or newer shape included), and a property: any JSON value either loads or raises ResultsFormatError."""
 
 from __future__ import annotations
 
@@ -22,13 +22,10 @@ def _scores(n_datasets: int | None = None) -> dict:
     return out if n_datasets is None else {**out, "n_datasets": n_datasets}
 
 
-def _flat(name: str, **changes) -> dict:
-    """A configuration as the first release recorded it: every key, whatever the kind."""
-    flat = {"name": name, "parser": "recursive", "chunk_size": 500, "chunk_overlap": 0, "summarizer": "none",
-            "llm": None, "llm_api_base": None, "prompt": "generic", "summary_chars": 150,
-            "long_document": "map_reduce", "llm_input_chars": None, "summary_metadata": [], "embed_metadata": [],
-            "retrieval": "dense"}
-    return {**flat, **changes}
+def _config(name: str, parser: dict | None = None, summarizer: dict | None = None) -> dict:
+    """A configuration as a run records it (the keys it does not give take the models' defaults)."""
+    return {"name": name, "parser": parser or {"kind": "recursive"}, "summarizer": summarizer or {"kind": "none"},
+            "augmentation": {"embed_metadata": []}, "retrieval": "dense"}
 
 
 def _entry(config: dict, summary_info: dict | None = None) -> dict:
@@ -37,22 +34,27 @@ def _entry(config: dict, summary_info: dict | None = None) -> dict:
             "aggregates": {"overall": {"1": _scores(1)}, "datasets": {"nda": {"1": _scores()}}},
             "confusions": [{"gold": "a", "retrieved": "b", "chunks": 1, "queries": 1}],
             "summaries": {"nda/a.txt": "NDA between A and B."} if summary_info else {},
-            "summary_info": summary_info or {}}
+            "summary_info": summary_info}
 
 
 IDENTITY = {"class": "ExtractiveSummarizer", "max_chars": 150, "metadata_keys": ["file_name"], "version": "v1",
             "max_terms": 5, "lead_chars": 4000, "term_sample_chars": 30000, "include_date": False}
+EXTRACTIVE = {"kind": "extractive", "metadata_keys": ["file_name"], "max_terms": 5, "lead_chars": 4000,
+              "include_date": False}
+LLM = {"kind": "llm", "model": "q.gguf", "long_document": "head_tail", "max_input_chars": 2000, "prompt": "expert",
+       "max_chars": 300}
 
-V1: dict[str, Any] = {
+V2: dict[str, Any] = {
+    "schema_version": 2,
     "benchmark": {"name": "synthetic-contracts", "description": "built-in synthetic contracts (n_documents=6, seed=3)",
+                  "source": "synthetic", "seed": 3,
                   "n_documents": 6, "n_characters": 100, "n_queries": 2, "datasets": {"nda": 2}},
     "settings": {"ks": [1], "embed_model": {"class_name": "M"}, "cache_dir": "/c", "confusion_k": 1},
     "configs": [
-        _entry(_flat("baseline", parser="semantic")),
-        _entry(_flat("sac-meta", summarizer="extractive", summary_metadata=["file_name"], chunk_size=300),
+        _entry(_config("baseline", parser={"kind": "semantic"})),
+        _entry(_config("sac-meta", parser={"chunk_size": 300}, summarizer=EXTRACTIVE),
                {"summarizer_calls": 1, "summarizer_identity": {"nda": IDENTITY}}),
-        _entry(_flat("sac-llm", summarizer="llm", llm="q.gguf", long_document="head_tail", llm_input_chars=2000,
-                     prompt="expert", summary_chars=300), {"summarizer_calls": 0, "summarizer_identity": {}}),
+        _entry(_config("sac-llm", summarizer=LLM), {"summarizer_calls": 0, "summarizer_identity": {}}),
     ],
     "timings": {"model_load_s": 1.0, "query_embed_s": 0.5, "wall_s": 3.0},
     "peak_memory_mb": 512.0,
@@ -61,20 +63,18 @@ V1: dict[str, Any] = {
 }
 
 
-def test_the_first_shape_is_migrated_field_by_field():
-    results = parse_results(copy.deepcopy(V1))
+def test_the_current_shape_loads_field_by_field():
+    results = parse_results(copy.deepcopy(V2))
     assert results.schema_version == SCHEMA_VERSION == 2
     info = results.benchmark
     assert (info.source, info.n_documents, info.seed, info.sampling, info.scope) == ("synthetic", 6, 3, None, None)
     assert info.loader_options().model_dump(include={"source", "n_documents", "seed"}) == {
         "source": "synthetic", "n_documents": 6, "seed": 3}
     semantic, meta, llm = (c.config for c in results.configs)
-    assert semantic.parser.kind == "semantic"
-    assert "chunk_size" not in semantic.parser.model_dump()  # the semantic parser never read it: not carried over
+    assert semantic.parser.kind == "semantic" and "chunk_size" not in semantic.parser.model_dump()
     assert semantic.summarizer.kind == "none" and results.configs[0].summary_info is None
     assert meta.parser.model_dump() == {"kind": "recursive", "chunk_size": 300, "chunk_overlap": 0}
     assert isinstance(meta.summarizer, ExtractiveSummarizerSettings)
-    # the settings the identity recorded complete the extractive configuration
     assert (meta.summarizer.max_chars, meta.summarizer.metadata_keys, meta.summarizer.max_terms,
             meta.summarizer.lead_chars, meta.summarizer.include_date, meta.summarizer.terms) == (
         150, ["file_name"], 5, 4000, False, "corpus")
@@ -88,32 +88,38 @@ def test_the_first_shape_is_migrated_field_by_field():
     assert results.configs[1].confusions[0].retrieved == "b"
 
 
-def test_legalbench_loader_options_come_from_the_description_and_the_command():
-    data = copy.deepcopy(V1)
-    data["benchmark"]["description"] = "LegalBench-RAG (benchmarks, sampling=random, scope=all)"
-    data["command"] = "llama-sac eval --data-dir '/data/lbr x' --sample 7 --seed 11 -c baseline"
+def test_legalbench_loader_options_are_fields():
+    data = copy.deepcopy(V2)
+    data["benchmark"].update(description="LegalBench-RAG (benchmarks, sampling=random, scope=all)",
+                             source="legalbenchrag", benchmarks_dir="benchmarks", sampling="random", scope="all",
+                             data_dir="/data/lbr x", sample=7, seed=11)
     info = parse_results(data).benchmark
-    assert (info.source, info.benchmarks_dir, info.sampling, info.scope) == ("legalbenchrag", "benchmarks", "random",
-                                                                            "all")
-    assert (info.data_dir, info.sample, info.seed) == ("/data/lbr x", 7, 11)
     options = info.loader_options("/elsewhere")
-    assert (options.data_dir, options.datasets, options.sample) == ("/elsewhere", ["nda"], 7)
-    data["benchmark"]["description"] = "my own benchmark"
+    assert (options.data_dir, options.datasets, options.sample, options.seed) == ("/elsewhere", ["nda"], 7, 11)
+    data["benchmark"].update(source="custom", description="my own benchmark")
     custom = parse_results(data).benchmark
-    assert custom.source == "custom"
     with pytest.raises(ValueError, match="not made by a known loader"):
         custom.loader_options()
+
+
+def test_a_file_of_another_shape_is_refused_by_its_version():
+    unversioned = {key: value for key, value in copy.deepcopy(V2).items() if key != "schema_version"}
+    with pytest.raises(ResultsFormatError, match="schema_version None is not the one this release reads \\(2\\)$"):
+        parse_results(unversioned)
+    with pytest.raises(ResultsFormatError, match="schema_version 1 is not the one this release reads"):
+        parse_results({**unversioned, "schema_version": 1})
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         (lambda d: [1, 2], "expected a JSON object, got list"),
-        (lambda d: {**d, "schema_version": 99}, "schema_version 99 is not one this release reads (1 to 2)"),
-        (lambda d: {**d, "schema_version": "2"}, "schema_version '2' is not one"),
-        (lambda d: {**d, "benchmark": 3}, "benchmark must be a JSON object, got int"),
-        (lambda d: {**d, "configs": {}}, "configs must be a JSON list, got dict"),
-        (lambda d: {**d, "configs": [3]}, "configs[0] must be a JSON object"),
+        (lambda d: {**d, "schema_version": 99}, "schema_version 99 is not the one this release reads (2): upgrade"),
+        (lambda d: {**d, "schema_version": "2"}, "schema_version '2' is not the one"),
+        (lambda d: {**d, "schema_version": True}, "schema_version True is not the one"),
+        (lambda d: {**d, "benchmark": 3}, "benchmark: Input should be a valid dictionary"),
+        (lambda d: {**d, "configs": {}}, "configs: Input should be a valid list"),
+        (lambda d: {**d, "configs": [3]}, "configs.0: Input should be a valid dictionary"),
         (lambda d: {**d, "configs": d["configs"][:1] * 2}, "configuration names must be distinct"),
         (lambda d: {**d, "settings": {**d["settings"], "ks": [1, 2]}},
          "configuration 'baseline' has no overall aggregates at k=['2']"),
@@ -122,12 +128,12 @@ def test_legalbench_loader_options_come_from_the_description_and_the_command():
 )
 def test_anything_else_is_one_clear_results_format_error(change, message):
     with pytest.raises(ResultsFormatError) as caught:
-        parse_results(change(copy.deepcopy(V1)))
+        parse_results(change(copy.deepcopy(V2)))
     assert message in str(caught.value)
 
 
 def test_load_results_reads_a_run_folder_or_a_file(tmp_path: Path):
-    results = parse_results(copy.deepcopy(V1))
+    results = parse_results(copy.deepcopy(V2))
     (tmp_path / "results.json").write_text(results.to_json(), encoding="utf-8")
     assert load_results(tmp_path) == results == load_results(tmp_path / "results.json")
     assert json.loads((tmp_path / "results.json").read_text())["schema_version"] == 2
@@ -151,11 +157,11 @@ json_values = st.recursive(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(sorted(V1)), json_values, max_size=4), st.booleans())
+@given(st.dictionaries(st.sampled_from(sorted(V2)), json_values, max_size=4), st.booleans())
 def test_any_json_either_loads_or_is_a_results_format_error(replaced, versioned):
     """Replace parts of a valid file by random JSON: parse_results returns results or raises ResultsFormatError,
     never another exception."""
-    data = {**copy.deepcopy(V1), **replaced}
+    data = {**copy.deepcopy(V2), **replaced}
     if versioned:
         data["schema_version"] = 2
     try:

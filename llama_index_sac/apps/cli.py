@@ -46,6 +46,7 @@ try:
 except ImportError:  # pragma: no cover - older click: no_args_is_help prints the help and exits 0 by itself
     NoArgsIsHelpError = type("NoArgsIsHelpError", (UsageError,), {})  # type: ignore[assignment,misc]
 
+from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
     SUMMARIZER_KINDS,
@@ -64,11 +65,8 @@ from llama_index_sac.apps.benchmark.config import (
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import MINI_SAMPLE_SIZE, Scope
 from llama_index_sac.apps.benchmark.eval_job import (
     DEFAULT_CONFIGS,
-    bound,
     configs_from_options,
-    field_default,
     loader_options,
-    renamed_option,
     run_and_report,
     run_settings,
     summary_failure,
@@ -179,13 +177,9 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-# defaults and bounds of eval's options, read from the models (typer needs them as plain values)
+# eval's defaults are the models' (typer needs them as plain values); help texts and bounds: field_option
 _KS = ",".join(map(str, field_default(RunSettings, "ks")))
-_RECURSIVE = {name: field_default(RecursiveParserSettings, name) for name in ("chunk_size", "chunk_overlap")}
-_LOADER = {name: field_default(LoaderOptions, name) for name in ("seed", "scope", "n_documents")}
-_SETTINGS = {name: field_default(RunSettings, name) for name in
-             ("confusion_k", "retrieval_threads", "llm_concurrency", "show_progress", "cache_dir")}
-_MIN_CHARS = bound(LLMSummarizerSettings, "max_chars", "min")
+_SCOPE: Scope = field_default(LoaderOptions, "scope")
 
 
 @app.command("eval")
@@ -198,64 +192,47 @@ def eval_command(
     ] = None,
     mini: Annotated[bool, typer.Option(
         help=f"LegalBench-RAG-mini sampling recipe ({MINI_SAMPLE_SIZE} tests per dataset).")] = False,
-    sample: Annotated[int | None, typer.Option(
-        help="Seeded random sample of this many tests per dataset.", min=bound(LoaderOptions, "sample", "min"))] = None,
-    seed: Annotated[int, typer.Option(help="Seed of --sample and of the built-in dataset.")] = _LOADER["seed"],
-    scope: Annotated[Scope, typer.Option(
-        help="Corpus scope: referenced (documents of the selected tests) or all (distractors).")] = _LOADER["scope"],
+    sample: Annotated[int | None, field_option(
+        LoaderOptions, "sample", help="Seeded random sample of this many tests per dataset.")] = None,
+    seed: Annotated[int, field_option(LoaderOptions, "seed")] = field_default(LoaderOptions, "seed"),
+    scope: Annotated[Scope, field_option(LoaderOptions, "scope")] = _SCOPE,
     benchmarks_dir: Annotated[Path | None, typer.Option(
         help="Explicit benchmark folder (absolute or relative to --data-dir).")] = None,
-    n_documents: Annotated[int, typer.Option(
-        help="Built-in dataset: number of contracts.", min=bound(LoaderOptions, "n_documents", "min"),
-        max=bound(LoaderOptions, "n_documents", "max"))] = _LOADER["n_documents"],
+    n_documents: Annotated[int, field_option(LoaderOptions, "n_documents")
+                           ] = field_default(LoaderOptions, "n_documents"),
     config: Annotated[list[str] | None, typer.Option(
         "--config", "-c", help=f"Configuration, repeatable: PRESET or PRESET:key=value,... with presets "
         f"{', '.join(PRESETS)} and dotted keys (sac:parser.chunk_size=400,summarizer.max_chars=300). Default: "
         f"{' and '.join(DEFAULT_CONFIGS)}.")] = None,
-    parser: Annotated[ParserChoice | None, typer.Option(
-        help=f"Parser of every configuration (parser.kind; default {PARSER_KINDS[0]}).")] = None,
-    chunk_size: Annotated[int | None, typer.Option(
-        help=f"Chunk size in characters of every configuration (parser.chunk_size; default "
-        f"{_RECURSIVE['chunk_size']}).", min=bound(RecursiveParserSettings, "chunk_size", "min"))] = None,
-    chunk_overlap: Annotated[int | None, typer.Option(
-        help=f"Chunk overlap in characters of every configuration (parser.chunk_overlap; default "
-        f"{_RECURSIVE['chunk_overlap']}).", min=bound(RecursiveParserSettings, "chunk_overlap", "min"))] = None,
-    retrieval: Annotated[Retrieval | None, typer.Option(
-        help="Retrieval of every configuration: dense top-k or hybrid, dense + BM25 fused by reciprocal rank "
-        f"(retrieval; default {field_default(RunConfig, 'retrieval')}).")] = None,
-    summarizer: Annotated[SummarizerChoice | None, typer.Option(
-        help="Summarizer of the SAC configurations (summarizer.kind).")] = None,
-    llm: Annotated[str | None, typer.Option(
-        help="LLM summarizer model (summarizer.model): OpenAI model name, local .gguf path, or a model served at "
-        "--llm-api-base.")] = None,
-    llm_api_base: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible endpoint for --llm (summarizer.api_base; e.g. http://127.0.0.1:8000/v1).")] = None,
-    prompt: Annotated[PromptChoice | None, typer.Option(
-        help=f"LLM summary prompt (summarizer.prompt; default {field_default(LLMSummarizerSettings, 'prompt')}).")
-    ] = None,
-    max_chars: Annotated[int | None, typer.Option(
-        help="Summary length in characters of the SAC configurations (summarizer.max_chars; default "
-        f"{field_default(LLMSummarizerSettings, 'max_chars')}).", min=_MIN_CHARS)] = None,
-    summary_chars: Annotated[int | None, typer.Option(
-        hidden=True, help="Deprecated name of --max-chars.", min=_MIN_CHARS)] = None,
-    embed_model: Annotated[str | None, typer.Option(
-        help="Embedding model: Hugging Face id or local folder (default all-MiniLM-L6-v2).")] = None,
+    parser: Annotated[ParserChoice | None, field_option(
+        RunConfig, "parser", key="parser.kind, every configuration", default=PARSER_KINDS[0])] = None,
+    chunk_size: Annotated[int | None, field_option(
+        RecursiveParserSettings, "chunk_size", key="parser.chunk_size, every configuration")] = None,
+    chunk_overlap: Annotated[int | None, field_option(
+        RecursiveParserSettings, "chunk_overlap", key="parser.chunk_overlap, every configuration")] = None,
+    retrieval: Annotated[Retrieval | None, field_option(
+        RunConfig, "retrieval", key="retrieval, every configuration")] = None,
+    summarizer: Annotated[SummarizerChoice | None, field_option(
+        RunConfig, "summarizer", key="summarizer.kind, the SAC configurations", default=False)] = None,
+    llm: Annotated[str | None, field_option(LLMSummarizerSettings, "model", key="summarizer.model")] = None,
+    llm_api_base: Annotated[str | None, field_option(
+        LLMSummarizerSettings, "api_base", key="summarizer.api_base")] = None,
+    prompt: Annotated[PromptChoice | None, field_option(
+        LLMSummarizerSettings, "prompt", key="summarizer.prompt")] = None,
+    max_chars: Annotated[int | None, field_option(
+        LLMSummarizerSettings, "max_chars", key="summarizer.max_chars, the SAC configurations")] = None,
+    embed_model: Annotated[str | None, field_option(RunSettings, "embed_model")] = None,
     k: Annotated[str, typer.Option("--k", help="k values, comma-separated positive integers.")] = _KS,
-    confusion_k: Annotated[int, typer.Option(
-        help="k at which document confusions are counted.", min=bound(RunSettings, "confusion_k", "min"))
-    ] = _SETTINGS["confusion_k"],
-    retrieval_threads: Annotated[int, typer.Option(
-        help="Threads retrieving queries concurrently.", min=bound(RunSettings, "retrieval_threads", "min"))
-    ] = _SETTINGS["retrieval_threads"],
-    llm_concurrency: Annotated[int, typer.Option(
-        help="Concurrent requests of an LLM summarizer.", min=bound(RunSettings, "llm_concurrency", "min"))
-    ] = _SETTINGS["llm_concurrency"],
-    cache_dir: Annotated[Path | None, typer.Option(
-        help=f"Embedding/summary cache (default {_SETTINGS['cache_dir']}).")] = None,
+    confusion_k: Annotated[int, field_option(RunSettings, "confusion_k")] = field_default(RunSettings, "confusion_k"),
+    retrieval_threads: Annotated[int, field_option(RunSettings, "retrieval_threads")
+                                 ] = field_default(RunSettings, "retrieval_threads"),
+    llm_concurrency: Annotated[int, field_option(RunSettings, "llm_concurrency")
+                               ] = field_default(RunSettings, "llm_concurrency"),
+    cache_dir: Annotated[Path | None, field_option(RunSettings, "cache_dir")] = None,
     output_dir: Annotated[Path | None, typer.Option(
         "--output-dir", "-o", help="Where results go (default runs/eval-<name>-<time>); written only if the run "
         "succeeds (an existing folder is unchanged by a failure).")] = None,
-    progress: Annotated[bool, typer.Option(help="Progress bars.")] = _SETTINGS["show_progress"],
+    progress: Annotated[bool, field_option(RunSettings, "show_progress")] = field_default(RunSettings, "show_progress"),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the tables.")] = False,
 ) -> None:
     """Run the main job: index, retrieve and report DRM@k, precision@k, recall@k side by side."""
@@ -268,16 +245,13 @@ def eval_command(
     configs: list[RunConfig] = []
     echo = (lambda _msg: None) if quiet else (lambda msg: typer.echo(msg, err=True))
     try:
-        max_chars, notes = renamed_option("--summary-chars", summary_chars, "--max-chars", max_chars)
         ks = _parse_ks(k)
-        configs, deprecations = configs_from_options(
+        configs = configs_from_options(
             _split_list(config, "--config", ";") or list(DEFAULT_CONFIGS),
             {"parser": parser, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "retrieval": retrieval,
              "summarizer": summarizer, "llm": llm, "llm_api_base": llm_api_base, "prompt": prompt,
              "max_chars": max_chars},
         )
-        for message in [*notes, *deprecations]:
-            typer.echo(f"warning: {message}", err=True)
         loader = loader_options(data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini,
                                 sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
                                 n_documents=n_documents)

@@ -29,16 +29,28 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, model_validator
 from llama_index.core.schema import BaseNode, MetadataMode
 
+from llama_index_sac.constants import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from llama_index_sac.embeddings.model import OverflowPolicy, check_embed_limit
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.recursive import DEFAULT_SEPARATORS, recursive_chunk_spans
-from llama_index_sac.node_parser.semantic import BreakpointMethod, SemanticNodeParser
+from llama_index_sac.node_parser.semantic import SemanticNodeParser
 from llama_index_sac.spans import Span
 
-__all__ = ["HybridNodeParser", "SECTION_METADATA_KEYS"]
+__all__ = ["HybridNodeParser", "SECTION_METADATA_KEYS", "SECTION_OPTIONS"]
 
 #: Metadata keys the hybrid parser adds to every node.
 SECTION_METADATA_KEYS = ("section_id", "section_start_char_idx", "section_end_char_idx")
+
+#: ``HybridNodeParser.from_defaults`` keywords that go to the section parser -> its field names.
+SECTION_OPTIONS: dict[str, str] = {
+    "breakpoint_method": "breakpoint_method",
+    "breakpoint_threshold_amount": "breakpoint_threshold_amount",
+    "buffer_size": "buffer_size",
+    "sentence_backend": "sentence_backend",
+    "embed_batch_size": "embed_batch_size",
+    "min_section_size": "min_chunk_size",
+    "number_of_sections": "number_of_chunks",
+}
 
 #: For each document: ``(chunk span, section index)`` per final chunk.
 _Located = list[list[tuple[Span, int]]]
@@ -73,9 +85,10 @@ class HybridNodeParser(SpanNodeParser):
         default_factory=_default_section_parser,
         description="The semantic parser that finds the sections (its settings are in the cache key).",
     )
-    chunk_size: int = Field(default=500, gt=0, description="Maximum final chunk length, in characters.")
+    chunk_size: int = Field(default=DEFAULT_CHUNK_SIZE, gt=0, description="Maximum final chunk length, in characters.")
     chunk_overlap: int = Field(
-        default=0, ge=0, description="Maximum characters shared by consecutive chunks of one section (< chunk_size)."
+        default=DEFAULT_CHUNK_OVERLAP, ge=0,
+        description="Maximum characters shared by consecutive chunks of one section (< chunk_size).",
     )
     separators: list[str] = Field(
         default_factory=lambda: list(DEFAULT_SEPARATORS),
@@ -105,47 +118,21 @@ class HybridNodeParser(SpanNodeParser):
         return "HybridNodeParser"
 
     @classmethod
-    def from_defaults(
-        cls,
-        embed_model: BaseEmbedding | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-        breakpoint_method: BreakpointMethod = "percentile",
-        breakpoint_threshold_amount: float | None = None,
-        buffer_size: int = 1,
-        min_section_size: int = 100,
-        number_of_sections: int | None = None,
-        separators: Sequence[str] | None = None,
-        is_separator_regex: bool = False,
-        include_metadata: bool = True,
-        include_prev_next_rel: bool = True,
-        **kwargs: Any,
-    ) -> HybridNodeParser:
+    def from_defaults(cls, embed_model: BaseEmbedding | None = None, **kwargs: Any) -> HybridNodeParser:
         """Build a parser; ``embed_model=None`` means ``default_embedding_model()`` (all-MiniLM-L6-v2).
 
-        ``min_section_size`` is the section parser's ``min_chunk_size`` (sections are otherwise unlimited);
-        ``number_of_sections`` its ``number_of_chunks`` (at most that many sections per document, cut at the largest
-        meaning shifts; None: the breakpoint threshold decides)."""
-        section_parser = SemanticNodeParser.from_defaults(
-            embed_model=embed_model,
-            breakpoint_method=breakpoint_method,
-            breakpoint_threshold_amount=breakpoint_threshold_amount,
-            buffer_size=buffer_size,
-            min_chunk_size=min_section_size,
-            max_chunk_size=None,
-            number_of_chunks=number_of_sections,
-        )
-        sizes: dict[str, Any] = {k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap))
-                                 if v is not None}
-        return cls(  # chunk_size / chunk_overlap: the fields' defaults unless given
-            section_parser=section_parser,
-            **sizes,
-            separators=list(separators) if separators is not None else list(DEFAULT_SEPARATORS),
-            is_separator_regex=is_separator_regex,
-            include_metadata=include_metadata,
-            include_prev_next_rel=include_prev_next_rel,
-            **kwargs,
-        )
+        Keywords are this parser's fields (``chunk_size``, ``chunk_overlap``, ``separators``...) or options of the
+        section parser (:data:`SECTION_OPTIONS`: ``breakpoint_method``, ``breakpoint_threshold_amount``,
+        ``buffer_size``, ``sentence_backend``, ``embed_batch_size``, ``min_section_size`` for its ``min_chunk_size``,
+        ``number_of_sections`` for its ``number_of_chunks``: at most that many sections per document, cut at the
+        largest meaning shifts); an option not given keeps the field's default. Sections are of unlimited size."""
+        section = {SECTION_OPTIONS[key]: kwargs.pop(key) for key in list(kwargs) if key in SECTION_OPTIONS}
+        if kwargs.get("separators") is not None:
+            kwargs["separators"] = list(kwargs["separators"])
+        else:
+            kwargs.pop("separators", None)
+        section_parser = SemanticNodeParser.from_defaults(embed_model=embed_model, max_chunk_size=None, **section)
+        return cls(section_parser=section_parser, **kwargs)
 
     def _size_limit(self) -> int:
         return self.chunk_size

@@ -34,6 +34,7 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
 
+from llama_index_sac.constants import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from llama_index_sac.node_parser._splitter import Splitter, absorb_whitespace, regex_literal_char
 from llama_index_sac.node_parser.base import SpanNodeParser, callable_identity
 from llama_index_sac.spans import Span
@@ -183,10 +184,10 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
             ``>= chunk_size``, an empty separator list, an invalid separator regex.
     """
 
-    chunk_size: int = Field(default=500, gt=0, description="Maximum chunk length, in characters (or in the unit of "
-                            "length_function).")
-    chunk_overlap: int = Field(default=0, ge=0, description="Maximum length shared by consecutive chunks, same unit "
-                               "as chunk_size; must be < chunk_size.")
+    chunk_size: int = Field(default=DEFAULT_CHUNK_SIZE, gt=0, description="Maximum chunk length, in characters (or "
+                            "in the unit of length_function).")
+    chunk_overlap: int = Field(default=DEFAULT_CHUNK_OVERLAP, ge=0, description="Maximum length shared by consecutive "
+                               "chunks, same unit as chunk_size; must be < chunk_size.")
     separators: list[str] = Field(default_factory=lambda: list(DEFAULT_SEPARATORS), min_length=1,
                                   description="Separator hierarchy, coarsest first; '' cuts at character level.")
     is_separator_regex: bool = Field(default=False, description="Treat separators as regular expressions.")
@@ -217,9 +218,11 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
 
     @classmethod
     def from_defaults(cls, separators: Sequence[str] | None = None, **kwargs: Any) -> RecursiveCharacterNodeParser:
-        """Build a parser; ``separators=None`` means :data:`DEFAULT_SEPARATORS`; every other keyword is a field
-        (``chunk_size``, ``chunk_overlap``, ``length_function``...), with the fields' defaults."""
-        return cls(separators=list(separators) if separators is not None else list(DEFAULT_SEPARATORS), **kwargs)
+        """Build a parser; every keyword is a field (``chunk_size``, ``chunk_overlap``, ``length_function``...) and
+        a field not given (or ``separators=None``) keeps its default."""
+        if separators is not None:
+            kwargs["separators"] = list(separators)
+        return cls(**kwargs)
 
     @classmethod
     def legal(cls, **kwargs: Any) -> RecursiveCharacterNodeParser:

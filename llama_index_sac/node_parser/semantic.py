@@ -83,6 +83,14 @@ from llama_index.core.bridge.pydantic import Field, field_serializer, field_vali
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.utils import get_tqdm_iterable
 
+from llama_index_sac.constants import (
+    DEFAULT_BREAKPOINT_METHOD,
+    DEFAULT_BUFFER_SIZE,
+    DEFAULT_MAX_CHUNK_SIZE,
+    DEFAULT_MIN_CHUNK_SIZE,
+    DEFAULT_SEMANTIC_BATCH_SIZE,
+    DEFAULT_SENTENCE_BACKEND,
+)
 from llama_index_sac.embeddings.model import (
     OverflowPolicy,
     check_embed_limit,
@@ -159,16 +167,17 @@ class SemanticNodeParser(SpanNodeParser):
         "default_embedding_model(). Serialized as its identity (class name + model_name) only.",
     )
     sentence_backend: SentenceBackend = Field(
-        default="nupunkt", description="Sentence segmentation backend: 'nupunkt' (legal Punkt) or 'nltk'."
+        default=DEFAULT_SENTENCE_BACKEND,
+        description="Sentence segmentation backend: 'nupunkt' (legal Punkt) or 'nltk'.",
     )
     buffer_size: int = Field(
-        default=1,
+        default=DEFAULT_BUFFER_SIZE,
         ge=0,
         description="Neighbouring units on each side averaged into a unit's window vector (0: the unit alone). "
         "Windows are combined from the units' vectors, never re-embedded.",
     )
     breakpoint_method: BreakpointMethod = Field(
-        default="percentile",
+        default=DEFAULT_BREAKPOINT_METHOD,
         description="How breakpoints are chosen: 'threshold' (absolute cosine similarity against the running "
         "chunk), 'percentile', 'standard_deviation', 'interquartile' or 'gradient'.",
     )
@@ -185,16 +194,18 @@ class SemanticNodeParser(SpanNodeParser):
         "min_chunk_size apply. None: the method's threshold decides. Not with 'threshold'.",
     )
     min_chunk_size: int = Field(
-        default=100, ge=0, description="Chunks shorter than this many characters merge into a neighbour (0: off)."
+        default=DEFAULT_MIN_CHUNK_SIZE,
+        ge=0,
+        description="Chunks shorter than this many characters merge into a neighbour (0: off).",
     )
     max_chunk_size: int | None = Field(
-        default=1000,
+        default=DEFAULT_MAX_CHUNK_SIZE,
         gt=0,
         description="No chunk is longer than this many characters (about 256 MiniLM tokens of English legal text); "
         "over-long sentences are cut by recursive character splitting. None: no limit.",
     )
     embed_batch_size: int = Field(
-        default=64,
+        default=DEFAULT_SEMANTIC_BATCH_SIZE,
         gt=0,
         description="Texts per call to the embedding model (the model may split a call further by its own "
         "embed_batch_size).",
@@ -277,36 +288,12 @@ class SemanticNodeParser(SpanNodeParser):
         return "SemanticNodeParser"
 
     @classmethod
-    def from_defaults(
-        cls,
-        embed_model: BaseEmbedding | None = None,
-        breakpoint_method: BreakpointMethod = "percentile",
-        breakpoint_threshold_amount: float | None = None,
-        buffer_size: int = 1,
-        min_chunk_size: int = 100,
-        max_chunk_size: int | None = 1000,
-        number_of_chunks: int | None = None,
-        sentence_backend: SentenceBackend = "nupunkt",
-        embed_batch_size: int = 64,
-        include_metadata: bool = True,
-        include_prev_next_rel: bool = True,
-        **kwargs: Any,
-    ) -> SemanticNodeParser:
-        """Build a parser; ``embed_model=None`` means :func:`default_embedding_model` (all-MiniLM-L6-v2)."""
-        return cls(
-            embed_model=embed_model if embed_model is not None else default_embedding_model(),
-            breakpoint_method=breakpoint_method,
-            breakpoint_threshold_amount=breakpoint_threshold_amount,
-            buffer_size=buffer_size,
-            min_chunk_size=min_chunk_size,
-            max_chunk_size=max_chunk_size,
-            number_of_chunks=number_of_chunks,
-            sentence_backend=sentence_backend,
-            embed_batch_size=embed_batch_size,
-            include_metadata=include_metadata,
-            include_prev_next_rel=include_prev_next_rel,
-            **kwargs,
-        )
+    def from_defaults(cls, embed_model: BaseEmbedding | None = None, **kwargs: Any) -> SemanticNodeParser:
+        """Build a parser; ``embed_model=None`` means :func:`default_embedding_model` (all-MiniLM-L6-v2); every other
+        keyword is a field, and a field not given keeps its default."""
+        if embed_model is not None:
+            kwargs["embed_model"] = embed_model
+        return cls(**kwargs)
 
     def _size_limit(self) -> int:
         if self.max_chunk_size is None:  # pragma: no cover - refused by the validator

@@ -35,6 +35,8 @@ from typing import Any, ClassVar, TypeVar
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import BaseComponent
 
+from llama_index_sac.constants import DEFAULT_SUMMARY_CHARS
+
 __all__ = [
     "BaseSummarizer",
     "SummarizationError",
@@ -164,7 +166,8 @@ class BaseSummarizer(BaseComponent):
     #: True when calls are slow and I/O-bound (LLM requests): the transformation then bounds their concurrency.
     uses_llm: ClassVar[bool] = False
 
-    max_chars: int = Field(default=150, gt=0, description="Target length of the summary, in characters.")
+    max_chars: int = Field(default=DEFAULT_SUMMARY_CHARS, gt=0,
+                           description="Target length of the summary, in characters.")
     metadata_keys: list[str] = Field(
         default_factory=list,
         description="Document metadata keys whose values are folded into the summary (e.g. ['title', "

@@ -11,15 +11,13 @@ Presets (:data:`PRESETS`) are partial dictionaries of that shape. :func:`parse_c
 first, options common to every configuration, the preset, summary options (only to configurations with a
 summarizer) and the spec's own ``key=value`` items, each by dotted path (``parser.chunk_size=400``,
 ``summarizer.metadata_keys=file_name+file_path``); values are coerced and checked by the models, which the
-components validate. The flat keys of the previous release (:data:`DEPRECATED_KEYS`, e.g. ``summary_metadata``)
-still work for one release, with a ``DeprecationWarning`` naming the new key.
+components validate.
 """
 
 from __future__ import annotations
 
 import difflib
 import inspect
-import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -33,7 +31,6 @@ from llama_index.core.bridge.pydantic import (
     model_validator,
 )
 
-from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.apps.benchmark.cache import default_cache_dir
 from llama_index_sac.apps.benchmark.components import (
     DOCUMENT_METADATA_KEYS,
@@ -52,7 +49,6 @@ from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contract
 from llama_index_sac.evaluation.metrics import DEFAULT_KS
 
 __all__ = [
-    "DEPRECATED_KEYS",
     "PRESETS",
     "EvaluationSetupError",
     "LoaderOptions",
@@ -151,24 +147,6 @@ PRESETS: dict[str, dict[str, Any]] = {
                      "augmentation": {"embed_summary": False}, "retrieval": "document-aware"},
 }
 
-#: Flat keys of the previous release -> their dotted key (accepted for one release, with a DeprecationWarning).
-DEPRECATED_KEYS: dict[str, str] = {
-    "parser": "parser.kind",
-    "chunk_size": "parser.chunk_size",
-    "chunk_overlap": "parser.chunk_overlap",
-    "summarizer": "summarizer.kind",
-    "summary_chars": "summarizer.max_chars",
-    "summary_metadata": "summarizer.metadata_keys",
-    "summary_terms": "summarizer.terms",
-    "llm": "summarizer.model",
-    "llm_api_base": "summarizer.api_base",
-    "prompt": "summarizer.prompt",
-    "llm_input_chars": "summarizer.max_input_chars",
-    "long_document": "summarizer.long_document",
-    "embed_metadata": "augmentation.embed_metadata",
-}
-
-
 def _all_keys() -> dict[str, Any]:
     """Every dotted key a configuration has -> its annotation (the fields of every kind of a section count)."""
     out: dict[str, Any] = {"name": str, "retrieval": Retrieval}
@@ -210,13 +188,8 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]
 
 def _canonical(key: str, where: str) -> str:
     key = key.strip().replace("-", "_")
-    if key in DEPRECATED_KEYS:
-        new = DEPRECATED_KEYS[key]
-        warnings.warn(f"configuration key {key!r} ({where}) is deprecated: use {new!r}; the old flat keys are "
-                      "accepted until the next release", DeprecationWarning, stacklevel=caller_stacklevel())
-        return new
     if key not in _KEYS:
-        close = difflib.get_close_matches(key, [*_KEYS, *DEPRECATED_KEYS], n=1)
+        close = difflib.get_close_matches(key, list(_KEYS), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise EvaluationSetupError(
             f"bad option {key!r} in {where}: the keys are name, retrieval, document_retrieval.<option>, "

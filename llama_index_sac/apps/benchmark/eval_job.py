@@ -3,23 +3,22 @@ configurations, loader options and run settings, the run itself and the error te
 
 The option tables (:data:`COMMON_OPTIONS`, :data:`SUMMARY_OPTIONS`, :data:`SETTINGS_OPTIONS`,
 :data:`LOADER_OPTIONS`) say, for each ``eval`` option, the configuration key or model field it sets; the CLI reads
-the options' choices, defaults and bounds from those models (:func:`field_default`, :func:`bound`), and
-``tests/test_cli.py`` walks every option against them.
+the options' help, choices, defaults and bounds from those models (:func:`llama_index_sac.apps._options.field_option`),
+and ``tests/test_cli.py`` walks every option against them.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from llama_index.core.bridge.pydantic import BaseModel, ValidationError
+from llama_index.core.bridge.pydantic import ValidationError
 
+from llama_index_sac import settings as library
 from llama_index_sac.apps.benchmark import factories, report
 from llama_index_sac.apps.benchmark.components import LLMSummarizerSettings
 from llama_index_sac.apps.benchmark.config import (
@@ -40,11 +39,8 @@ __all__ = [
     "LOADER_OPTIONS",
     "SETTINGS_OPTIONS",
     "SUMMARY_OPTIONS",
-    "bound",
     "configs_from_options",
-    "field_default",
     "loader_options",
-    "renamed_option",
     "run_and_report",
     "run_settings",
     "summary_failure",
@@ -74,71 +70,40 @@ LOADER_OPTIONS: dict[str, str] = {
 DEFAULT_CONFIGS = ("baseline", "sac")
 
 
-def field_default(model: type[BaseModel], name: str) -> Any:
-    """The default of ``model``'s field ``name`` (its default factory called)."""
-    return model.model_fields[name].get_default(call_default_factory=True)
-
-
-def bound(model: type[BaseModel], name: str, side: Literal["min", "max"]) -> int | None:
-    """The inclusive integer bound of ``model``'s field ``name`` (from its ``gt``/``ge`` or ``lt``/``le``), or None."""
-    for item in model.model_fields[name].metadata:
-        if side == "min" and getattr(item, "gt", None) is not None:
-            return int(item.gt) + 1
-        if side == "min" and getattr(item, "ge", None) is not None:
-            return int(item.ge)
-        if side == "max" and getattr(item, "lt", None) is not None:
-            return int(item.lt) - 1
-        if side == "max" and getattr(item, "le", None) is not None:
-            return int(item.le)
-    return None
-
-
 def _messages(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc']))}: {str(e['msg']).removeprefix('Value error, ')}".lstrip(": ")
                      for e in exc.errors())
 
 
-def configs_from_options(specs: Sequence[str], options: Mapping[str, Any]) -> tuple[list[RunConfig], list[str]]:
+def configs_from_options(specs: Sequence[str], options: Mapping[str, Any]) -> list[RunConfig]:
     """The configurations of ``--config`` specs with the ``eval`` options that set configuration keys
     (:data:`COMMON_OPTIONS` in every configuration, :data:`SUMMARY_OPTIONS` in those with a summarizer; None: not
-    given), and the deprecation messages (flat keys of the previous release), each once.
+    given). An LLM summarizer's model file or API key is checked here too, before anything is loaded.
 
     Raises:
-        EvaluationSetupError: an invalid configuration, or the LLM summarizer without a model (said in CLI terms).
+        EvaluationSetupError: an invalid configuration, the LLM summarizer without a model (said in CLI terms), a
+            missing model file or ``OPENAI_API_KEY``.
     """
     common = {COMMON_OPTIONS[name]: value for name, value in options.items()
               if name in COMMON_OPTIONS and value is not None}
     summary = {SUMMARY_OPTIONS[name]: value for name, value in options.items()
                if name in SUMMARY_OPTIONS and value is not None}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DeprecationWarning)
-        try:
-            configs = [parse_config(spec, common, summary) for spec in specs]
-        except MissingLLMModelError as exc:
-            what = ("--summarizer llm" if options.get("summarizer") == "llm"
-                    else f"configuration {exc.config!r} (an LLM summarizer)")
-            raise EvaluationSetupError(
-                f"{what} needs --llm MODEL: an OpenAI model name (with OPENAI_API_KEY), a local .gguf path, or the "
-                "name of a model served at --llm-api-base (or summarizer.model=MODEL in the configuration)"
-            ) from None
-    for w in caught:  # anything but the deprecations goes on as it came
-        if not issubclass(w.category, DeprecationWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    deprecations = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-    return configs, list(dict.fromkeys(deprecations))
-
-
-def renamed_option(old: str, old_value: Any, new: str, new_value: Any) -> tuple[Any, list[str]]:
-    """The value of an option given under its new or its deprecated name, and the deprecation message (if used).
-
-    Raises:
-        EvaluationSetupError: both names given, with different values.
-    """
-    if old_value is None:
-        return new_value, []
-    if new_value is not None and new_value != old_value:
-        raise EvaluationSetupError(f"{old} {old_value} and {new} {new_value} disagree: give {new} only")
-    return old_value, [f"{old} is deprecated: use {new}; the old name is accepted until the next release"]
+    try:
+        configs = [parse_config(spec, common, summary) for spec in specs]
+    except MissingLLMModelError as exc:
+        what = ("--summarizer llm" if options.get("summarizer") == "llm"
+                else f"configuration {exc.config!r} (an LLM summarizer)")
+        raise EvaluationSetupError(
+            f"{what} needs --llm MODEL: an OpenAI model name (with OPENAI_API_KEY), a local .gguf path, or the "
+            "name of a model served at --llm-api-base (or summarizer.model=MODEL in the configuration)"
+        ) from None
+    for config in configs:
+        if isinstance(config.summarizer, LLMSummarizerSettings):
+            try:
+                library.check_llm(config.summarizer)
+            except library.SettingsError as exc:
+                raise EvaluationSetupError(f"configuration {config.name!r}: {exc}") from None
+    return configs
 
 
 def loader_options(*, data_dir: Path | None, datasets: list[str], mini: bool, sample: int | None, seed: int,
@@ -206,23 +171,10 @@ def run_and_report(loader: LoaderOptions, configs: list[RunConfig], settings: Ru
     return out, results
 
 
-def _is_file(name: str) -> bool:
-    try:
-        return Path(os.path.expanduser(name)).is_file()
-    except (OSError, ValueError):  # a name too long, a NUL byte
-        return False
-
-
 def llm_endpoint(config: RunConfig) -> str:
     """Where an LLM configuration's summaries come from (the order of ``factories.build_llm_summarizer``)."""
     settings = config.summarizer
-    if not isinstance(settings, LLMSummarizerSettings):
-        return "?"
-    if settings.model.endswith(".gguf") or _is_file(settings.model):
-        return f"local model {settings.model}"
-    if settings.api_base:
-        return settings.api_base
-    return f"OpenAI API (model {settings.model})"
+    return settings.endpoint() if isinstance(settings, LLMSummarizerSettings) else "?"
 
 
 def summary_failure(exc: Exception, configs: Sequence[RunConfig]) -> str:

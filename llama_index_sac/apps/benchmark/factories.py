@@ -10,7 +10,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from llama_index.core import StorageContext, VectorStoreIndex
@@ -21,25 +20,18 @@ from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import BaseNode
 
+from llama_index_sac import settings as library
 from llama_index_sac._util import require_extra
-from llama_index_sac.apps.benchmark.components import (
-    ExtractiveSummarizerSettings,
-    HybridParserSettings,
-    LLMSummarizerSettings,
-    ParserSettings,
-    RecursiveParserSettings,
-    SemanticParserSettings,
-)
+from llama_index_sac.apps.benchmark.components import ExtractiveSummarizerSettings, LLMSummarizerSettings
 from llama_index_sac.apps.benchmark.config import EvaluationSetupError, LoaderOptions, RunConfig, RunSettings
 from llama_index_sac.apps.benchmark.datasets._corpus import LegalBenchRAGLayout
 from llama_index_sac.apps.benchmark.datasets.base import RetrievalBenchmark
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import load_legalbenchrag
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
-from llama_index_sac.embeddings.model import default_embedding_model, embedding_identity
-from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
-from llama_index_sac.node_parser.base import SpanNodeParser
+from llama_index_sac.embeddings.model import default_embedding_model
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.settings import build_parser, model_identity
 from llama_index_sac.summarizers import BaseSummarizer, ExtractiveSummarizer, LLMSummarizer
 from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 
@@ -93,16 +85,6 @@ def load_embedding_model(name: str | None) -> BaseEmbedding:
         raise EvaluationSetupError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 
 
-def model_identity(model: BaseEmbedding) -> dict[str, Any]:
-    """The embedding model's cache identity plus the settings that change its vectors (as strings)."""
-    identity: dict[str, Any] = dict(embedding_identity(model))
-    for key in ("max_length", "normalize", "query_instruction", "text_instruction", "pooling"):
-        value = getattr(model, key, None)
-        if value is not None:
-            identity[key] = str(value)
-    return identity
-
-
 def query_embedder(model: BaseEmbedding) -> Callable[[list[str]], list[list[float]]]:
     """A batch query-embedding function: ``HuggingFaceEmbedding`` embeds a batch of queries in one call (the same
     ``prompt_name="query"`` path as ``get_query_embedding``); other models are called once per query."""
@@ -111,20 +93,6 @@ def query_embedder(model: BaseEmbedding) -> Callable[[list[str]], list[list[floa
     if hf is not None and isinstance(model, hf.HuggingFaceEmbedding) and callable(batch):
         return lambda texts: batch(texts, prompt_name="query")
     return lambda texts: [model.get_query_embedding(text) for text in texts]
-
-
-# -- parsers -----------------------------------------------------------------------------------------------------
-
-
-def build_parser(settings: ParserSettings, embed_model: BaseEmbedding) -> SpanNodeParser:
-    """The node parser of ``settings``; the semantic and hybrid parsers embed sentences with ``embed_model``."""
-    kwargs = settings.component_kwargs()
-    if isinstance(settings, RecursiveParserSettings):
-        return RecursiveCharacterNodeParser(**kwargs)
-    if isinstance(settings, SemanticParserSettings):
-        return SemanticNodeParser(embed_model=embed_model, **kwargs)
-    assert isinstance(settings, HybridParserSettings)
-    return HybridNodeParser.from_defaults(embed_model=embed_model, **kwargs)
 
 
 # -- summarizers -------------------------------------------------------------------------------------------------
@@ -141,32 +109,15 @@ EXPERT_PROMPTS: dict[str, str] = {
 
 
 def build_llm_summarizer(settings: LLMSummarizerSettings) -> LLMSummarizer:
-    """``LLMSummarizer`` (generic prompt) on a local ``.gguf`` file, the OpenAI-compatible server at ``api_base``,
-    or OpenAI's API, in that order of precedence.
+    """:func:`llama_index_sac.settings.build_llm_summarizer` (generic prompt).
 
     Raises:
         EvaluationSetupError: a missing model file, OpenAI without ``OPENAI_API_KEY``, a client extra not installed.
     """
-    model, kwargs = settings.model, settings.component_kwargs()
-    try:  # os.path.expanduser never raises ("~nobody"); a name too long for the OS is not a local file
-        local = model.endswith(".gguf") or Path(os.path.expanduser(model)).is_file()
-    except (OSError, ValueError):
-        local = False
     try:
-        if local:
-            return LLMSummarizer.from_gguf(model, **kwargs)
-        if settings.api_base:
-            return LLMSummarizer.from_openai_like(settings.api_base, model, **kwargs)
-        if not os.environ.get("OPENAI_API_KEY"):
-            raise EvaluationSetupError(
-                f"LLM {model!r} is taken as an OpenAI model name but OPENAI_API_KEY is not set; pass a local .gguf "
-                "path or --llm-api-base for an OpenAI-compatible server (e.g. llama_cpp.server on 127.0.0.1)"
-            )
-        return LLMSummarizer.from_openai(model, **kwargs)
-    except FileNotFoundError as exc:
+        return library.build_llm_summarizer(settings)
+    except library.SettingsError as exc:
         raise EvaluationSetupError(str(exc)) from None
-    except ImportError as exc:  # the llamacpp or openai extra is not installed
-        raise EvaluationSetupError(f"LLM {model!r} needs a client that is not installed: {exc}") from None
 
 
 def build_summarizers(config: RunConfig, datasets: Sequence[str], say: Callable[[str], None],

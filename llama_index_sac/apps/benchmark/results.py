@@ -6,9 +6,7 @@ options that made it (:class:`BenchmarkInfo`), the shared settings, one :class:`
 timings and, unless published without them, the per-query :class:`QueryResult` records), timings, versions and peak
 memory. Aggregates are keyed by ``str(k)`` (JSON object keys).
 
-:func:`load_results` reads a run folder or a ``results.json``; files of the first, unversioned shape (the published
-``docs/results/*/results.json``: a flat configuration, the loader options only in the benchmark's description) are
-migrated on load (:mod:`llama_index_sac.apps.benchmark.migrate`).
+:func:`load_results` reads a run folder or a ``results.json`` of the current schema version.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, Valid
 
 from llama_index_sac.apps.benchmark.config import LoaderOptions, RunConfig
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scope
-from llama_index_sac.apps.benchmark.migrate import migrate_v1
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -43,7 +40,7 @@ __all__ = [
     "parse_results",
 ]
 
-#: Version of the results.json shape written by this release (files without ``schema_version`` are version 1).
+#: Version of the results.json shape written and read by this release.
 SCHEMA_VERSION: Literal[2] = 2
 
 Span = tuple[str, int, int]
@@ -265,7 +262,7 @@ def _describe(exc: ValidationError) -> str:
 
 
 def parse_results(data: Any) -> RunResults:
-    """The results in ``data`` (the parsed JSON of a results.json, any schema version this release reads).
+    """The results in ``data`` (the parsed JSON of a results.json of schema version :data:`SCHEMA_VERSION`).
 
     Raises:
         ResultsFormatError: ``data`` is not results of ``llama-sac eval``, or of a newer schema version.
@@ -274,15 +271,11 @@ def parse_results(data: Any) -> RunResults:
         return data
     if not isinstance(data, Mapping):
         raise ResultsFormatError(f"expected a JSON object, got {type(data).__name__}")
-    version = data.get("schema_version", 1)
-    if version == 1:
-        try:
-            data = migrate_v1(data)
-        except ValueError as exc:
-            raise ResultsFormatError(str(exc)) from None
-    elif not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
-        raise ResultsFormatError(f"schema_version {version!r} is not one this release reads (1 to {SCHEMA_VERSION}): "
-                                 "upgrade llama-index-sac")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise ResultsFormatError(f"schema_version {version!r} is not the one this release reads ({SCHEMA_VERSION})"
+                                 + (": upgrade llama-index-sac" if isinstance(version, int) and version > SCHEMA_VERSION
+                                    else ""))
     try:
         return RunResults.model_validate(data)
     except ValidationError as exc:

@@ -12,23 +12,22 @@ from __future__ import annotations
 import logging
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Literal
 
 import typer
-from llama_index.core.bridge.pydantic import ValidationError
 
+from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
+from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
-from llama_index_sac.node_parser import RecursiveCharacterNodeParser
+from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 
 __all__ = ["ingest_command", "query_command"]
 
 _TEXT_CHARS = 300  # characters of a chunk shown by `query`
-_CHUNK_SIZE = RecursiveCharacterNodeParser.model_fields["chunk_size"].default
-
-
-def _default(name: str) -> Any:
-    return IngestSettings.model_fields[name].default
+ParserChoice = Literal["recursive", "semantic", "hybrid"]
+SummarizerChoice = Literal["extractive", "llm"]
+_COLLECTION: str = field_default(IngestSettings, "collection")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -38,55 +37,42 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-def _settings_error(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        message = str(error["msg"]).removeprefix("Value error, ")
-        where = error.get("loc") or ()
-        parts.append(f"--{str(where[0]).replace('_', '-')}: {message}" if where else message)
-    return "; ".join(parts)
-
-
 def ingest_command(
     paths: Annotated[list[Path], typer.Argument(
         help="Folders (walked recursively) and files: .txt and .md (.pdf and .docx when llama-index-readers-file is "
         "installed).", show_default=False)],
     vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR (embedded, on disk; "
                                               "created if missing).", show_default=False)],
-    collection: Annotated[str, typer.Option(help="Collection in the store.")] = _default("collection"),
-    engine: Annotated[str, typer.Option(help="local (this process) or ray (Ray Data; RAY_ADDRESS joins a cluster).")]
-    = _default("engine"),
-    parser: Annotated[str, typer.Option(help="Node parser: recursive, semantic or hybrid.")] = _default("parser"),
-    chunk_size: Annotated[int | None, typer.Option(help=f"Chunk size in characters (default: the parser's, "
-                                                   f"{_CHUNK_SIZE}).")] = None,
-    summarizer: Annotated[str, typer.Option(help="extractive (offline) or llm.")] = _default("summarizer"),
-    llm: Annotated[str | None, typer.Option(help="--summarizer llm: OpenAI model name, local .gguf path, or the "
-                                            "model served at --llm-api-base.")] = None,
-    llm_api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint for --llm.")] = None,
-    embed_model: Annotated[str | None, typer.Option(help="Embedding model: Hugging Face id or local folder "
-                                                    "(default all-MiniLM-L6-v2, offline).")] = None,
-    workers: Annotated[int | None, typer.Option(help="--engine ray: Ray actors per stage (default: the cluster's "
-                                                "CPUs).")] = None,
-    batch_documents: Annotated[int, typer.Option(help="Files per round (read, transform, write, save).")]
-    = _default("batch_documents"),
-    progress: Annotated[bool, typer.Option(help="Progress bars on stderr.")] = True,
+    collection: Annotated[str | None, field_option(IngestSettings, "collection")] = None,
+    engine: Annotated[Literal["local", "ray"] | None, field_option(IngestSettings, "engine")] = None,
+    parser: Annotated[ParserChoice | None, field_option(
+        IngestSettings, "parser", key="parser.kind", default="recursive")] = None,
+    chunk_size: Annotated[int | None, field_option(RecursiveParserSettings, "chunk_size", key="parser.chunk_size")
+                          ] = None,
+    summarizer: Annotated[SummarizerChoice | None, field_option(
+        IngestSettings, "summarizer", key="summarizer.kind", default="extractive")] = None,
+    llm: Annotated[str | None, field_option(LLMSummarizerSettings, "model", key="summarizer.model")] = None,
+    llm_api_base: Annotated[str | None, field_option(LLMSummarizerSettings, "api_base", key="summarizer.api_base")
+                            ] = None,
+    embed_model: Annotated[str | None, field_option(IngestSettings, "embed_model")] = None,
+    workers: Annotated[int | None, field_option(IngestSettings, "workers")] = None,
+    batch_documents: Annotated[int | None, field_option(IngestSettings, "batch_documents")] = None,
+    progress: Annotated[bool, field_option(IngestSettings, "show_progress")
+                        ] = field_default(IngestSettings, "show_progress"),
 ) -> None:
     """Ingest folders or files into a vector store (SAC: every chunk embedded with its document's summary). A second
     run processes only new and changed files and removes the rows of files deleted from the folders given."""
     logging.basicConfig(level=logging.WARNING)
     try:
-        settings = IngestSettings.model_validate({
-            "collection": collection, "engine": engine, "parser": parser, "chunk_size": chunk_size,
-            "summarizer": summarizer, "llm": llm, "llm_api_base": llm_api_base, "embed_model": embed_model,
-            "workers": workers, "batch_documents": batch_documents, "show_progress": progress,
-        })
+        settings = settings_from_options(
+            collection=collection, engine=engine, parser=parser, chunk_size=chunk_size, summarizer=summarizer,
+            llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, workers=workers,
+            batch_documents=batch_documents, progress=progress)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode
             report = ingest([str(p) for p in paths], vector_store, settings,
                             log=lambda line: typer.echo(f"warning: {line}", err=True))
-    except ValidationError as exc:
-        raise _fail(_settings_error(exc)) from None
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
@@ -107,7 +93,7 @@ def query_command(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR, as ingested.",
                                               show_default=False)],
-    collection: Annotated[str, typer.Option(help="Collection in the store.")] = _default("collection"),
+    collection: Annotated[str, field_option(IngestSettings, "collection")] = _COLLECTION,
     k: Annotated[int, typer.Option("--k", help="Number of chunks.")] = 5,
     embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
                                                     "ingested with).")] = None,

@@ -16,10 +16,11 @@ from typing import Any
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from llama_index_sac.apps.benchmark.factories import load_embedding_model, model_identity
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.store import open_store
+from llama_index_sac.embeddings.model import default_embedding_model
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.settings import model_identity
 
 __all__ = ["QueryHit", "load_model", "model_loading_progress", "query"]
 
@@ -45,13 +46,17 @@ def model_loading_progress(enabled: bool) -> Iterator[None]:
 
 
 def load_model(name: str | None, show_progress: bool) -> BaseEmbedding:
-    """:func:`~llama_index_sac.apps.benchmark.factories.load_embedding_model`, its loading bar shown or not.
+    """:func:`~llama_index_sac.default_embedding_model` by name (``None``: all-MiniLM-L6-v2), its loading bar shown
+    or not.
 
     Raises:
-        EvaluationSetupError: the model cannot be loaded.
+        IngestError: the model cannot be loaded (not available offline, the ``hf`` extra missing...).
     """
     with model_loading_progress(show_progress):
-        return load_embedding_model(name)
+        try:
+            return default_embedding_model(name)
+        except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
+            raise IngestError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -7,95 +7,170 @@ record's ``settings.json``; another run with other settings is refused with :fun
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, model_validator
+from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from llama_index.core.ingestion.pipeline import remove_unstable_values
 from llama_index.core.schema import TransformComponent
 
-from llama_index_sac.apps.benchmark.components import LLMSummarizerSettings, settings_class
-from llama_index_sac.apps.benchmark.factories import (
-    build_llm_summarizer,
+from llama_index_sac.apps.ingest.files import IngestError, check_collection
+from llama_index_sac.apps.ingest.query import load_model
+from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
+from llama_index_sac.settings import (
+    AnyParserSettings,
+    AnySummarizerSettings,
+    ExtractiveSummarizerSettings,
+    LLMSummarizerSettings,
+    ParserSettings,
+    RecursiveParserSettings,
+    SettingsError,
+    SummarizerSettings,
     build_parser,
-    load_embedding_model,
+    build_summarizer,
+    check_llm,
+    kinds_of,
     model_identity,
 )
-from llama_index_sac.apps.ingest.files import check_collection
-from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
-from llama_index_sac.summarizers import BaseSummarizer, ExtractiveSummarizer
 
-__all__ = ["IngestSettings", "build_steps", "differences", "embed_steps", "fingerprint"]
+__all__ = ["OPTIONS", "IngestSettings", "build_steps", "differences", "embed_steps", "fingerprint",
+           "settings_from_options"]
+
+_KINDS = {"parser": kinds_of(AnyParserSettings), "summarizer": kinds_of(AnySummarizerSettings)}
 
 
 class IngestSettings(BaseModel):
-    """The options of :func:`ingest` (the CLI's, by the same names). Defaults of the components (chunk size, summary
-    length...) are the components' own: ``None`` here means "the component's default".
+    """The options of :func:`ingest`: the library's parser and summarizer settings
+    (:mod:`llama_index_sac.settings`, defaults and checks the components' own) and the tool's own. ``parser`` and
+    ``summarizer`` take a settings object, a dictionary (``kind`` defaults to the first kind) or a kind's name.
 
     Raises:
-        ValidationError: a value out of range or a combination that does not apply (the message names the option).
+        ValidationError: a value out of range or a combination that does not apply.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     collection: str = Field(default="llama-sac", description="Collection (table) in the vector store.")
-    engine: Literal["local", "ray"] = Field(default="local", description="local (this process) or ray (Ray Data).")
-    parser: Literal["recursive", "semantic", "hybrid"] = Field(default="recursive", description="Node parser.")
-    chunk_size: int | None = Field(default=None, gt=0, description="Chunk size in characters (recursive, hybrid); "
-                                   "None: the parser's default (RecursiveCharacterNodeParser.chunk_size).")
-    summarizer: Literal["extractive", "llm"] = Field(
-        default="extractive", description="extractive (offline, deterministic: shipped term table) or llm.")
-    llm: str | None = Field(default=None, min_length=1, description="--summarizer llm: OpenAI model name, local "
-                            ".gguf path, or the model served at llm_api_base.")
-    llm_api_base: str | None = Field(default=None, min_length=1, description="OpenAI-compatible endpoint for llm.")
-    embed_model: str | None = Field(default=None, min_length=1, description="Embedding model (Hugging Face id or "
-                                    "local folder); None: all-MiniLM-L6-v2, offline.")
+    engine: Literal["local", "ray"] = Field(default="local", description="local (this process) or ray (Ray Data; "
+                                            "RAY_ADDRESS joins a cluster).")
+    parser: ParserSettings = Field(default_factory=RecursiveParserSettings, description="The node parser and its "
+                                   "settings (kind: recursive, semantic or hybrid).")
+    summarizer: SummarizerSettings = Field(
+        default_factory=ExtractiveSummarizerSettings, description="The document summaries (kind: extractive, "
+        "offline and deterministic with the shipped term table, or llm).")
+    embed_model: str | None = Field(default=None, min_length=1, description="Embedding model: Hugging Face id or "
+                                    "local folder (None: all-MiniLM-L6-v2, offline).")
     workers: int | None = Field(default=None, ge=1, description="--engine ray: maximum Ray actors per stage "
                                 "(None: the cluster's CPUs).")
     batch_documents: int = Field(default=1000, ge=1, description="Files per round (read, transform, write, save).")
     show_progress: bool = Field(default=True, description="Progress bars (stderr).")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_kinds(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = dict(data)
+            for section, kinds in _KINDS.items():
+                value = data.get(section)
+                if isinstance(value, str):
+                    data[section] = {"kind": value}
+                elif isinstance(value, Mapping) and "kind" not in value:
+                    data[section] = {"kind": next(iter(kinds)), **value}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> IngestSettings:
         check_collection(self.collection)
-        if self.summarizer == "llm" and self.llm is None:
-            raise ValueError("--summarizer llm needs --llm")
-        if self.summarizer != "llm" and (self.llm is not None or self.llm_api_base is not None):
-            raise ValueError("--llm and --llm-api-base need --summarizer llm")
-        if self.parser == "semantic" and self.chunk_size is not None:
-            raise ValueError("--chunk-size applies to the recursive and hybrid parsers, not semantic")
         if self.engine != "ray" and self.workers is not None:
             raise ValueError("--workers needs --engine ray (the local engine runs in this process)")
         return self
 
 
+#: ``ingest`` options -> the :class:`IngestSettings` key they set (dotted: inside ``parser`` or ``summarizer``).
+OPTIONS: dict[str, str] = {
+    "collection": "collection", "engine": "engine", "parser": "parser.kind", "chunk_size": "parser.chunk_size",
+    "summarizer": "summarizer.kind", "llm": "summarizer.model", "llm_api_base": "summarizer.api_base",
+    "embed_model": "embed_model", "workers": "workers", "batch_documents": "batch_documents",
+    "progress": "show_progress",
+}
+_NAMES = {key: "--" + option.replace("_", "-") for option, key in OPTIONS.items()}
 
-def _summarizer(settings: IngestSettings) -> BaseSummarizer:
-    if settings.summarizer == "extractive":
-        return ExtractiveSummarizer()  # the shipped term table: a summary is a function of the document alone
-    assert settings.llm is not None  # IngestSettings checks it
-    return build_llm_summarizer(LLMSummarizerSettings(model=settings.llm, api_base=settings.llm_api_base))
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """One pydantic error of :class:`IngestSettings` in the terms of the command line (options named)."""
+    loc = [str(part) for part in error["loc"]]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    section = loc[0] if loc and loc[0] in _KINDS else None
+    if section is not None and len(loc) > 1 and loc[1] in _KINDS[section]:
+        kind = loc.pop(1)
+        key = ".".join(loc)
+        option = _NAMES.get(key, key)
+        if error["type"] == "extra_forbidden":
+            having = [k for k, cls in _KINDS[section].items() if loc[-1] in cls.model_fields]
+            plural = "s" if len(having) > 1 else ""
+            return f"{option} applies to the {' and '.join(having)} {section}{plural}, not {kind}"
+        if error["type"] == "missing":
+            return f"--{section} {kind} needs {option}"
+        return f"{option}: {message}" if len(loc) > 1 else f"--{section} {kind}: {message}"
+    key = ".".join(loc)
+    if section is not None and error["type"] == "union_tag_invalid":
+        return f"{_NAMES[section + '.kind']}: {message}"
+    return f"{_NAMES.get(key, '--' + key.replace('_', '-'))}: {message}" if key else message
+
+
+def settings_from_options(**options: Any) -> IngestSettings:
+    """:class:`IngestSettings` of the ``ingest`` options (:data:`OPTIONS`; None: not given, the default).
+
+    Raises:
+        IngestError: a value the settings or a component refuse, naming the option(s); an LLM model file that does
+            not exist, or an OpenAI model without ``OPENAI_API_KEY``.
+    """
+    tree: dict[str, Any] = {}
+    for option, value in options.items():
+        if value is None:
+            continue
+        *parents, leaf = OPTIONS[option].split(".")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    try:
+        settings = IngestSettings.model_validate(tree)
+    except ValidationError as exc:
+        raise IngestError("; ".join(dict.fromkeys(_problem(e) for e in exc.errors()))) from None
+    if isinstance(settings.summarizer, LLMSummarizerSettings):
+        try:  # the model file or the API key, before anything is read or loaded
+            check_llm(settings.summarizer)
+        except SettingsError as exc:
+            raise IngestError(f"--llm: {exc}") from None
+    return settings
 
 
 def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
                 cache_dir: str | None) -> list[TransformComponent]:
     """``[parser, SummaryAugmentationTransformation]`` of ``settings``: the same in this process and in every Ray
-    worker. ``embed`` (semantic and hybrid parsers only) is loaded from ``settings`` when ``None``."""
-    parser_settings = settings_class("parser", settings.parser)
-    assert parser_settings is not None
-    options = {"chunk_size": settings.chunk_size} if settings.chunk_size is not None else {}
-    if settings.parser != "recursive" and embed is None:
-        embed = load_embedding_model(settings.embed_model)
-    parser = build_parser(parser_settings(**options), embed)  # type: ignore[arg-type]
-    augmentation = SummaryAugmentationTransformation(summarizer=_summarizer(settings), on_error="skip",
-                                                     cache_dir=cache_dir if settings.summarizer == "llm" else None)
+    worker. ``embed`` (semantic and hybrid parsers only) is loaded from ``settings`` when ``None``.
+
+    Raises:
+        IngestError: the embedding model or the LLM cannot be set up.
+    """
+    if settings.parser.kind != "recursive" and embed is None:
+        embed = load_model(settings.embed_model, settings.show_progress)
+    parser = build_parser(settings.parser, embed)
+    llm = isinstance(settings.summarizer, LLMSummarizerSettings)
+    try:
+        summarizer = build_summarizer(settings.summarizer)  # extractive: the shipped term table, per document alone
+    except SettingsError as exc:
+        raise IngestError(str(exc)) from None
+    augmentation = SummaryAugmentationTransformation(summarizer=summarizer, on_error="skip",
+                                                     cache_dir=cache_dir if llm else None)
     return [parser, augmentation]
 
 
 def embed_steps(settings: IngestSettings, embed: BaseEmbedding | None) -> list[BaseEmbedding]:
     """``[embedding model]``: ``embed``, else the one of ``settings`` (loaded in the Ray worker that calls it)."""
-    return [embed if embed is not None else load_embedding_model(settings.embed_model)]
+    return [embed if embed is not None else load_model(settings.embed_model, False)]
 
 
 def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
