@@ -22,11 +22,19 @@ from __future__ import annotations
 
 import copy
 import os
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from llama_index.core.bridge.pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
@@ -212,6 +220,20 @@ class LLMSummarizerSettings(ComponentSettings):
     metadata_keys: list[str] = component_field(LLMSummarizer, "metadata_keys")
     max_input_chars: int | None = component_field(LLMSummarizer, "max_input_chars")
     long_document: Literal["map_reduce", "head_tail"] = component_field(LLMSummarizer, "long_document")
+
+    @field_validator("api_base")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parts = urllib.parse.urlsplit(value)
+                ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+                _ = parts.port  # raises ValueError for a port out of range or not a number
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(f"expected an http:// or https:// URL such as http://127.0.0.1:8000/v1, got {value!r}")
+        return value
 
     def check(self) -> None:
         LLMSummarizer(llm=MockLLM(), **self.component_kwargs())

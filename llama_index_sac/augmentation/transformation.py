@@ -79,21 +79,19 @@ cannot be read is a miss; one that cannot be written marks its nodes ``summary_c
 and is read-only with ``"skip"``.
 
 Determinism: a summary depends on the document (text, chosen metadata) and the summarizer's settings only, never on
-the batch: nothing is fitted on the documents of a call (``refit`` is deprecated and ignored).
+the batch: nothing is fitted on the documents of a call.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, field_validator
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
 
-from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.augmentation.summarizing import summarize_groups
 from llama_index_sac.documents import DocumentGroup, group_by_document, is_document
 from llama_index_sac.embeddings.model import EmbedLimitWarning, check_text_limit, token_length_function
@@ -188,10 +186,6 @@ class SummaryAugmentationTransformation(TransformComponent):
     )
     num_workers: int = Field(default=4, ge=1, description="Maximum concurrent summarizer (LLM) requests.")
     show_progress: bool = Field(default=False, description="Show a progress bar over documents.")
-    refit: bool = Field(
-        default=False, description="Deprecated, ignored: summaries no longer depend on the batch (nothing is fitted "
-        "on a call's documents). Build a TermStatistics once for ExtractiveSummarizer instead.",
-    )
     cache_dir: str | None = Field(
         default=None, exclude=True,
         description="Directory of the persistent summary cache (None: no cache). Not part of the settings hash.",
@@ -205,18 +199,6 @@ class SummaryAugmentationTransformation(TransformComponent):
     @classmethod
     def _path_to_str(cls, value: Any) -> Any:
         return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-    @field_validator("refit")
-    @classmethod
-    def _refit_deprecated(cls, value: bool) -> bool:
-        if value:
-            warnings.warn(
-                "SummaryAugmentationTransformation(refit=True) is deprecated and ignored: a summary no longer depends "
-                "on the documents of the call. For ExtractiveSummarizer, build one TermStatistics from your corpus "
-                "(TermStatistics.from_texts(...).save(path)) and pass term_statistics=path.",
-                DeprecationWarning, stacklevel=caller_stacklevel(),
-            )
-        return value
 
     @field_serializer("embed_length_function")
     def _serialize_length(self, fn: Callable[[str], int] | None) -> str | None:

@@ -49,6 +49,7 @@ from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contract
 from llama_index_sac.evaluation.metrics import DEFAULT_KS
 
 __all__ = [
+    "CONFIG_KEYS",
     "PRESETS",
     "EvaluationSetupError",
     "LoaderOptions",
@@ -161,14 +162,15 @@ def _all_keys() -> dict[str, Any]:
     return out
 
 
-_KEYS: dict[str, Any] = _all_keys()
+#: Every dotted configuration key -> its annotation (the keys of a `-c` spec besides the preset).
+CONFIG_KEYS: dict[str, Any] = _all_keys()
 
 
 def _coerce(key: str, value: Any) -> Any:
     """A spec's string value for ``key``: lists are ``+``-separated (``""``: empty), ``""`` is None where allowed."""
     if not isinstance(value, str):
         return value
-    annotation = _KEYS[key]
+    annotation = CONFIG_KEYS[key]
     if get_origin(annotation) is list:
         return [item.strip() for item in value.split("+") if item.strip()]
     if value.strip() == "" and type(None) in get_args(annotation):
@@ -188,8 +190,8 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]
 
 def _canonical(key: str, where: str) -> str:
     key = key.strip().replace("-", "_")
-    if key not in _KEYS:
-        close = difflib.get_close_matches(key, list(_KEYS), n=1)
+    if key not in CONFIG_KEYS:
+        close = difflib.get_close_matches(key, list(CONFIG_KEYS), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise EvaluationSetupError(
             f"bad option {key!r} in {where}: the keys are name, retrieval, document_retrieval.<option>, "
