@@ -256,3 +256,23 @@ def test_nodes_over_the_embedding_limit_warn_or_raise() -> None:
     strict = HybridNodeParser(section_parser=parser.section_parser, on_embed_overflow="raise")
     with pytest.raises(ValueError, match="lower chunk_size"):
         strict.get_nodes_from_documents([doc])
+
+
+def test_from_defaults_restates_no_default_and_passes_section_options_through() -> None:
+    """``from_defaults`` declares no default of its own: what is not given is the fields' default (this parser's and
+    the section parser's), the section options reach the section parser under its field names."""
+    from llama_index_sac.node_parser.hybrid import SECTION_OPTIONS
+
+    embed = FakeEmbedding()
+    plain = HybridNodeParser.from_defaults(embed_model=embed)
+    assert plain.to_dict() == HybridNodeParser(section_parser=SemanticNodeParser(embed_model=embed,
+                                                                                 max_chunk_size=None)).to_dict()
+    given = {"breakpoint_method": "gradient", "breakpoint_threshold_amount": 90.0, "buffer_size": 2,
+             "sentence_backend": "nltk", "embed_batch_size": 8, "min_section_size": 50}
+    assert set(given) | {"number_of_sections"} == set(SECTION_OPTIONS)
+    parser = HybridNodeParser.from_defaults(embed_model=embed, chunk_size=300, separators=("\n", ""), **given)
+    section = parser.section_parser
+    assert {SECTION_OPTIONS[k]: getattr(section, SECTION_OPTIONS[k]) for k in given} == {
+        SECTION_OPTIONS[k]: v for k, v in given.items()}
+    assert (parser.chunk_size, parser.separators, section.max_chunk_size) == (300, ["\n", ""], None)
+    assert HybridNodeParser.from_defaults(embed_model=embed, number_of_sections=3).section_parser.number_of_chunks == 3
