@@ -127,6 +127,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
     readers = rich_readers()
     files, folders = find_files(paths, PLAIN_SUFFIXES + tuple(readers))
     record = IngestRecord(spec, settings.collection)
+    record.check()
     recorded = record.settings()
     check_store_folder(spec, record.store_kind(), create=True)
     try:
