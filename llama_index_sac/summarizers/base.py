@@ -39,6 +39,7 @@ __all__ = [
     "BaseSummarizer",
     "SummarizationError",
     "SummaryResult",
+    "clean_text",
     "cut_at_word_boundary",
     "normalize_summary",
     "run_sync",
@@ -120,10 +121,25 @@ _WS = re.compile(r"\s+")
 _PREFIX = re.compile(r"^(?:\*\*)?(?:document\s+)?summary(?:\*\*)?\s*[:\-]\s*", re.IGNORECASE)
 
 
+#: Lone UTF-16 surrogates (not encodable as UTF-8): replaced by U+FFFD.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+#: Control characters (C0 but tab/newline/return, DEL, C1) and bidirectional-text controls (LRM/RLM, ALM,
+#: embeddings, overrides, isolates), which a summary never needs and which can disguise text: removed.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate (U+D800..U+DFFF, which UTF-8 cannot encode) replaced by U+FFFD; the rest
+    unchanged. Every summary leaves :meth:`BaseSummarizer.summarize` through it, so a summary can always be stored
+    and embedded."""
+    return _SURROGATES.sub("\ufffd", text)
+
+
 def normalize_summary(text: str) -> str:
-    """Clean a model's answer: collapse whitespace (newlines included) to single spaces, drop a leading
-    ``Summary:`` label and one pair of surrounding quotes or backticks."""
-    out = _WS.sub(" ", text).strip()
+    """Clean a model's answer: lone surrogates replaced by U+FFFD, control and bidirectional-text control
+    characters removed, whitespace (newlines included) collapsed to single spaces, a leading ``Summary:`` label and
+    one pair of surrounding quotes or backticks dropped."""
+    out = _WS.sub(" ", _CONTROLS.sub("", clean_text(text))).strip()
     out = _PREFIX.sub("", out).strip()
     if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'`":
         out = out[1:-1].strip()
@@ -176,6 +192,11 @@ class BaseSummarizer(BaseComponent):
         return "BaseSummarizer"
 
     # -- identity ---------------------------------------------------------------------------------------------
+    def max_summary_chars(self) -> int | None:
+        """The longest summary this summarizer returns, in characters (``None``: not bounded). The summary cache
+        serves no longer entry."""
+        return None
+
     def identity(self) -> dict[str, Any]:
         """Everything that changes this summarizer's output, as a JSON-serializable dict (used in cache keys).
 
@@ -246,7 +267,7 @@ class BaseSummarizer(BaseComponent):
         self._check_text(text)
         if not text.strip():
             return SummaryResult(summary="", strategy="empty")
-        return self._summarize(text, self.folded_metadata(metadata))
+        return _cleaned(self._summarize(text, self.folded_metadata(metadata)))
 
     async def asummarize(
         self,
@@ -259,4 +280,13 @@ class BaseSummarizer(BaseComponent):
         self._check_text(text)
         if not text.strip():
             return SummaryResult(summary="", strategy="empty")
-        return await self._asummarize(text, self.folded_metadata(metadata), limiter)
+        return _cleaned(await self._asummarize(text, self.folded_metadata(metadata), limiter))
+
+
+def _cleaned(result: SummaryResult) -> SummaryResult:
+    """``result`` with :func:`clean_text` applied to its summary (a summarizer of any kind: LLM answers, a
+    subclass's own text)."""
+    summary = clean_text(result.summary)
+    return result if summary == result.summary else SummaryResult(
+        summary=summary, strategy=result.strategy, truncated=result.truncated, cut=result.cut,
+        llm_calls=result.llm_calls)

@@ -310,6 +310,10 @@ class LLMSummarizer(BaseSummarizer):
         """The hard bound on a final summary's length: ``floor(max_chars * (1 + length_tolerance))``."""
         return int(self.max_chars * (1 + self.length_tolerance))
 
+    def max_summary_chars(self) -> int:
+        """:meth:`max_output_chars`."""
+        return self.max_output_chars()
+
     def _map_chars(self) -> int:
         return self.map_max_chars if self.map_max_chars is not None else 2 * self.max_chars
 
