@@ -138,7 +138,8 @@ class SummaryCache:
         except (OSError, PersistedFileError) as exc:
             if isinstance(exc, PersistedFileError) and isinstance(exc.__cause__, NotADirectoryError):
                 return None
-            return self._reject(path, f"could not be read ({getattr(exc, 'problem', exc)})")
+            self._reject(path, f"could not be read ({getattr(exc, 'problem', exc)})")
+            return None
         try:
             data = parse_json(raw, path, expect=dict, max_depth=8)
             if data.get("format") != _FORMAT or data.get("key") != key:
@@ -151,7 +152,8 @@ class SummaryCache:
             if max_chars is not None and len(result.summary) > max_chars:
                 raise ValueError(f"the summary has {len(result.summary)} characters, more than {max_chars}")
         except (ValueError, KeyError, TypeError) as exc:
-            return self._reject(path, f"is corrupt ({getattr(exc, 'problem', exc)})")
+            self._reject(path, f"is corrupt ({getattr(exc, 'problem', exc)})")
+            return None
         return SummaryResult(
             summary=result.summary, strategy=result.strategy, truncated=result.truncated, cut=result.cut, llm_calls=0
         )
@@ -159,7 +161,6 @@ class SummaryCache:
     def _reject(self, path: Path, why: str) -> None:
         self.rejected += 1
         logger.warning("summary cache entry %s %s: treated as a miss", path, why)
-        return None
 
     def put(self, key: str, result: SummaryResult, identity: Mapping[str, Any] | None = None) -> Path:
         """Store ``result`` under ``key`` atomically (temporary file + ``os.replace``); returns the entry path.
