@@ -9,6 +9,7 @@ error naming the file and the problem:
   the file (``/dev/zero``) is refused at once instead of blocking or reading for ever.
 * :func:`read_json`: :func:`read_regular_file`, then :func:`parse_json`.
 * :func:`parse_json`: JSON text (``bytes`` or ``str``) parsed with a nesting cap and an expected top-level type.
+* :func:`gunzip_bounded`: gzip data decompressed while streaming, stopped as soon as the output passes a cap.
 * :func:`has_lone_surrogate`: whether a string holds a UTF-16 surrogate code point (not encodable as UTF-8).
 
 Every problem is one :class:`PersistedFileError` (a ``ValueError``), except a missing file, which stays a
@@ -22,11 +23,13 @@ import math
 import os
 import re
 import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "PersistedFileError", "has_lone_surrogate", "parse_json",
+    "DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "PersistedFileError", "gunzip_bounded", "has_lone_surrogate",
+    "parse_json",
     "read_json", "read_regular_file",
 ]
 
@@ -170,6 +173,37 @@ def read_json(
     """
     raw = read_regular_file(path, max_bytes=max_bytes)
     return parse_json(raw, Path(path), expect=expect, max_depth=max_depth, allow_nan=allow_nan)
+
+
+def gunzip_bounded(data: bytes, source: str | os.PathLike[str], *, max_bytes: int) -> bytes:
+    """The decompressed content of gzip ``data`` (concatenated members too), at most ``max_bytes`` bytes.
+
+    Decompression streams in steps of at most 1 MiB of output and stops as soon as the output passes ``max_bytes``,
+    so a small file that expands to gigabytes costs at most ``max_bytes + 1 MiB`` of memory.
+
+    Raises:
+        PersistedFileError: not gzip data, truncated, or more than ``max_bytes`` bytes decompressed.
+    """
+    out: list[bytes] = []
+    size = 0
+    rest = data
+    try:
+        while rest:
+            inflater = zlib.decompressobj(wbits=31)  # one gzip member
+            pending = rest
+            while not inflater.eof:
+                chunk = inflater.decompress(pending, 1 << 20)
+                pending = inflater.unconsumed_tail
+                size += len(chunk)
+                if size > max_bytes:
+                    raise PersistedFileError(source, f"decompresses to more than the limit of {max_bytes} bytes")
+                out.append(chunk)
+                if not chunk and not pending:
+                    raise PersistedFileError(source, "is truncated gzip data")
+            rest = inflater.unused_data.lstrip(b"\x00")  # members may be followed by zero padding
+    except zlib.error as exc:
+        raise PersistedFileError(source, f"is not valid gzip data ({exc})") from None
+    return b"".join(out)
 
 
 def has_lone_surrogate(text: str) -> bool:
