@@ -31,6 +31,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
+from llama_index_sac.apps.ingest.chroma_check import check_chroma_index
 from llama_index_sac.apps.ingest.files import IngestError, StoreSpec, check_collection
 
 __all__ = ["OpenedStore", "RowCheck", "check_rows", "check_store_folder", "open_store", "store_errors",
@@ -175,6 +176,7 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
     errors = store_errors(spec.kind)
     open_errors: tuple[type[BaseException], ...] = (*errors, ValueError, OSError)
     if spec.kind == "chroma":
+        check_chroma_index(spec, collection)  # before hnswlib reads a damaged index (or finds none)
         chromadb = require_extra("chromadb", "vectorstores", what)
         chroma = require_extra("llama_index.vector_stores.chroma", "vectorstores", what)
         try:
