@@ -125,8 +125,8 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
         except ImportError as exc:
             raise IngestError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a broken installation: importing Ray raises anything
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise IngestError(f"--engine ray: importing Ray failed ({type(exc).__name__}: {first}); repair or "
+            line = (str(exc).strip().splitlines() or [""])[0]
+            raise IngestError(f"--engine ray: importing Ray failed ({type(exc).__name__}: {line}); repair or "
                               "reinstall it (pip install 'llama-index-sac[ray]')") from None
         address = os.environ.get("RAY_ADDRESS")
         ray_module = sys.modules.get("ray")
