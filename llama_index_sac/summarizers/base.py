@@ -21,12 +21,12 @@ be reported both ways.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
+import contextlib
 import hashlib
 import json
 import os
 import re
+import threading
 import urllib.parse
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -49,16 +49,56 @@ __all__ = [
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine from sync code and return its result, re-raising its exceptions unchanged.
 
-    Without a running event loop: ``asyncio.run``. Inside one (Jupyter, an async framework): in a worker thread
-    with its own loop (context variables copied). Unlike ``llama_index.core.async_utils.asyncio_run`` it never
-    mistakes a ``RuntimeError`` raised by the coroutine for an event-loop problem."""
+    Every call of a thread runs on ONE event loop that lives as long as the thread (without a running loop: on the
+    calling thread; inside one, e.g. Jupyter or an async framework: on one background thread with its own loop,
+    context variables copied). An async client an LLM keeps between calls (its connection pool is bound to the loop
+    that opened it) therefore works on every call, where a new loop per call (``asyncio.run``) would find the
+    previous one closed. Interrupting the call (Ctrl-C) cancels the coroutine. Unlike
+    ``llama_index.core.async_utils.asyncio_run`` it never mistakes a ``RuntimeError`` raised by the coroutine for
+    an event-loop problem."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    ctx = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
-        return executor.submit(ctx.run, asyncio.run, coro).result()
+        loop = _thread_loop()
+        task = loop.create_task(coro)
+        try:
+            return loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(task)
+            raise
+    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())  # the caller's context is copied
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+_LOCAL = threading.local()
+_BACKGROUND: list[asyncio.AbstractEventLoop] = []
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for :func:`run_sync` (created on first use, never closed)."""
+    loop = getattr(_LOCAL, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _LOCAL.loop = loop
+    return loop  # type: ignore[no-any-return]
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """The event loop of one daemon thread, for :func:`run_sync` called inside a running loop."""
+    with _BACKGROUND_LOCK:
+        if not _BACKGROUND:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="llama-index-sac-run-sync", daemon=True).start()
+            _BACKGROUND.append(loop)
+        return _BACKGROUND[0]
 
 
 T = TypeVar("T")
