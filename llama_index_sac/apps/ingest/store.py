@@ -33,6 +33,7 @@ from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac.apps.ingest.chroma_check import check_chroma_index
 from llama_index_sac.apps.ingest.files import IngestError, StoreSpec, check_collection
+from llama_index_sac.apps.ingest.qdrant_check import check_qdrant_points
 
 __all__ = ["OpenedStore", "RowCheck", "check_rows", "check_store_folder", "open_store", "store_errors",
            "store_kinds"]
@@ -217,6 +218,8 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         return
     qdrant_client = require_extra("qdrant_client", "vectorstores", what)
     qdrant = require_extra("llama_index.vector_stores.qdrant", "vectorstores", what)
+    if (spec.path / "meta.json").is_file():  # every row a plain point before the client unpickles them
+        check_qdrant_points(spec, [str(name) for name in _qdrant_collections(spec)])
     try:
         qclient = qdrant_client.QdrantClient(path=str(spec.path))
     except RuntimeError as exc:  # "Storage folder ... is already accessed by another instance of Qdrant client"
