@@ -249,7 +249,12 @@ class EmbeddingCache:
         try:
             if todo:
                 width = compute_rows(todo)
-                if width != dim:
+                if dim is not None and width != dim and any(
+                        isinstance(blob, bytes) and len(blob) == 4 * dim
+                        for rows in self._store.iter_many(sorted(present)) for _, blob in rows):
+                    raise RuntimeError(f"computed embedding of dimension {width} among vectors of dimension {dim}: "
+                                       "one model identity must give one dimension")
+                if width != dim:  # first vectors of this identity, or a record no cached vector agrees with
                     self._dims.put_many([(head_key, width)])
                 dim = width
             elif dim is None and present:  # everything cached, no recorded dimension (an older cache): learn it
