@@ -47,7 +47,7 @@ from llama_index_sac.summarizers import (
     SummaryResult,
     TermStatistics,
 )
-from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCacheError
+from llama_index_sac.summarizers.cache import CacheReadWarning, CacheWriteWarning, SummaryCacheError
 from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers
@@ -79,6 +79,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "BaseSummarizer",
+    "CacheReadWarning",
     "CacheWriteWarning",
     "DocumentAwareRetriever",
     "DocumentIndex",

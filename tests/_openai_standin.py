@@ -102,10 +102,12 @@ class OpenAIStandIn:
             index), for replies that depend on the request rather than on its order.
         default: the reply once ``script`` is used up.
         lifetime: seconds after which the server stops by itself.
+        keep_alive: answer as HTTP/1.1 and keep connections open between requests (as real servers do), instead
+            of HTTP/1.0 with one connection per request.
     """
 
     def __init__(self, script: Sequence[Reply] = (), *, responder: Callable[[str, int], Reply | None] | None = None,
-                 default: Reply | None = None, lifetime: float = 30.0) -> None:
+                 default: Reply | None = None, lifetime: float = 30.0, keep_alive: bool = False) -> None:
         self._script = list(script)
         self._responder = responder
         self._default = default or answer()
@@ -118,6 +120,8 @@ class OpenAIStandIn:
         standin = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, *args: Any) -> None:
                 pass
 

@@ -84,7 +84,9 @@ class RecordingLLM(CustomLLM):
 
 
 def document_of(prompt: str) -> str:
-    """The document part of a summary prompt."""
+    """The document part of a summary prompt (between the ``<document>`` tags of the shipped templates)."""
+    if "<document>\n" in prompt and "\n</document>" in prompt:
+        return prompt.split("<document>\n", 1)[1].rsplit("\n</document>", 1)[0]
     for marker in ("Document:\n", "Part of the document:\n", "Summaries of the parts:\n"):
         if marker in prompt:
             return prompt.split(marker, 1)[1].rsplit("\n\n", 1)[0]

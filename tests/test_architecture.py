@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_sac"
 HARNESS = ("apps",)
 LAYERS = [
-    ("_util", "_warn", "_callable_identity", "constants"),
+    ("_util", "_warn", "_callable_identity", "_json_io", "constants"),
     ("spans", "tables", "sentences"),
     ("embeddings", "vector_stores", "node_parser"),
     ("summarizers",),

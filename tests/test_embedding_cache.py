@@ -71,3 +71,77 @@ def test_cached_embedding_shares_sentence_vectors_between_parses(tmp_path: Path,
     assert [(n.start_char_idx, n.end_char_idx) for n in third] == spans[0]
     assert len(inner.calls) == 1 and len(inner.texts_embedded) == computed
     fresh.close()
+
+
+@pytest.mark.parametrize(("damage", "rows"), [
+    ("UPDATE embeddings SET value = substr(value, 1, 100)", 3),  # truncated vectors: dimension 25
+    ("UPDATE embeddings SET value = zeroblob(length(value))", 0),  # zeros: whole and finite, served
+    ("UPDATE embeddings SET value = CAST(value || x'00' AS BLOB)", 3),  # one byte too many
+    ("UPDATE dimensions SET value = 7", 3),  # a tampered dimension record: the computed vectors correct it
+])
+def test_damaged_cached_vectors_are_recomputed_with_a_counted_warning(tmp_path: Path, damage: str,
+                                                                      rows: int) -> None:
+    import sqlite3
+    import warnings
+
+    from llama_index_sac.apps.benchmark.cache import EmbeddingCacheWarning
+
+    texts = ["alpha beta", "gamma", "delta"]
+    cache = EmbeddingCache(tmp_path)
+    fresh = cache.embed_array(texts, {"m": 1}, "text", FakeEmbedding().get_text_embedding_batch)
+    cache.close()
+    with sqlite3.connect(tmp_path / "embeddings.sqlite") as conn:
+        conn.execute(damage)
+    again = EmbeddingCache(tmp_path)
+    model = FakeEmbedding()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = again.embed_array(texts, {"m": 1}, "text", model.get_text_embedding_batch)
+    said = [w for w in caught if issubclass(w.category, EmbeddingCacheWarning)]
+    assert again.rejected == rows and len(said) == (1 if rows else 0)
+    if rows:
+        assert f"{rows} cached embedding(s)" in str(said[0].message)
+        np.testing.assert_array_equal(got, fresh)  # recomputed: the right vectors, never the damaged ones
+        assert sorted(model.texts_embedded) == sorted(texts)
+        third = EmbeddingCache(tmp_path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # stored again, and the dimension record corrected: no warning
+            np.testing.assert_array_equal(third.embed_array(texts, {"m": 1}, "text",
+                                                            FakeEmbedding().get_text_embedding_batch), fresh)
+        assert third.rejected == 0
+    else:
+        assert not got.any() and model.texts_embedded == []
+    again.close()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_cached_vectors_are_misses(tmp_path: Path, value: float) -> None:
+    import sqlite3
+
+    from llama_index_sac.apps.benchmark.cache import EmbeddingCacheWarning
+
+    cache = EmbeddingCache(tmp_path)
+    fresh = cache.embed_array(["a b", "c"], {"m": 1}, "text", FakeEmbedding().get_text_embedding_batch)
+    cache.close()
+    with sqlite3.connect(tmp_path / "embeddings.sqlite") as conn:
+        conn.execute("UPDATE embeddings SET value = ?", (np.full(fresh.shape[1], value, np.float32).tobytes(),))
+    again = EmbeddingCache(tmp_path)
+    with pytest.warns(EmbeddingCacheWarning, match="2 cached embedding"):
+        got = again.embed_array(["a b", "c"], {"m": 1}, "text", FakeEmbedding().get_text_embedding_batch)
+    np.testing.assert_array_equal(got, fresh)
+    assert np.isfinite(got).all() and (again.hits, again.misses, again.rejected) == (0, 2, 2)
+
+
+def test_an_older_cache_without_a_dimension_record_learns_it_from_one_vector(tmp_path: Path) -> None:
+    import sqlite3
+
+    cache = EmbeddingCache(tmp_path)
+    fresh = cache.embed_array(["a b", "c", "d e f"], {"m": 1}, "text", FakeEmbedding().get_text_embedding_batch)
+    cache.close()
+    with sqlite3.connect(tmp_path / "embeddings.sqlite") as conn:
+        conn.execute("DROP TABLE dimensions")
+    model = FakeEmbedding()
+    again = EmbeddingCache(tmp_path)
+    np.testing.assert_array_equal(again.embed_array(["a b", "c", "d e f"], {"m": 1}, "text",
+                                                    model.get_text_embedding_batch), fresh)
+    assert len(model.texts_embedded) == 1 and again.rejected == 0

@@ -8,6 +8,7 @@ results dictionary, every mark with the runner's own per-query metrics.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -361,3 +362,30 @@ def test_report_html_options_need_html(run, tmp_path):
     for option in (["--compare", "baseline,sac"], ["--data-dir", str(tmp_path)]):
         assert one_error(runner.invoke(app, ["report", str(path), *option])) == (
             "error: --compare and --data-dir need --html")
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "deep"])
+def test_report_of_a_device_a_fifo_or_deep_json_is_one_error_at_once(tmp_path, target):
+    path = Path(target)
+    if target == "fifo":
+        path = tmp_path / "r.json"
+        os.mkfifo(path)
+    elif target == "deep":
+        path = tmp_path / "r.json"
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    result = runner.invoke(app, ["report", str(path)])
+    line = one_error(result)
+    assert line.startswith(f"error: cannot read results from {path}: not a results.json of llama-sac eval (")
+    assert ("is not a regular file" in line) if target != "deep" else ("nested deeper than 64 levels" in line)
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_report_html_of_results_claiming_a_billion_documents_is_one_line(run, tmp_path):
+    data = json.loads(run[1].to_json())
+    data["benchmark"]["n_documents"] = 10**9
+    (tmp_path / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    result = runner.invoke(app, ["report", str(tmp_path / "results.json"), "--html", str(tmp_path / "o.html")])
+    line = one_error(result)
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "cannot be loaded again: its recorded loader options are invalid (n_documents: " in line
+    assert not (tmp_path / "o.html").exists()

@@ -213,7 +213,6 @@ def damage(kind: str, store: Path, how: str) -> None:
 @pytest.mark.parametrize(("kind", "how", "cause"), [
     ("chroma", "sqlite", "InternalError: error returned from database: (code: 11) database disk image is malformed"),
     ("qdrant", "storage", "DatabaseError: file is not a database"),
-    ("qdrant", "meta", "JSONDecodeError: Expecting value: line 1 column 1 (char 0)"),
 ])
 def test_query_on_a_damaged_store_is_one_error_line(kind: str, how: str, cause: str, tmp_path: Path) -> None:
     _, spec = ingested(kind, tmp_path, 2)
@@ -224,6 +223,16 @@ def test_query_on_a_damaged_store_is_one_error_line(kind: str, how: str, cause: 
     assert line == (f"error: the {kind} store {store} cannot be opened ({cause}); restore it from a copy, or delete "
                     "the folder and ingest again to rebuild it")
     assert snapshot(store) == before
+
+
+def test_a_damaged_qdrant_meta_json_is_named_before_the_client_reads_it(tmp_path: Path) -> None:
+    _, spec = ingested("qdrant", tmp_path, 2)
+    store = tmp_path / "store"
+    damage("qdrant", store, "meta")
+    line = one_error(cli("query", "governing law", "--vector-store", spec))
+    assert line == (f"error: the qdrant store {store} is damaged: its meta.json is not valid JSON (Expecting value: "
+                    "line 1 column 1 (char 0)); restore it from a copy, or delete the folder and ingest again to "
+                    "rebuild it")
 
 
 @pytest.mark.slow

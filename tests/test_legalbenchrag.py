@@ -464,6 +464,47 @@ def test_archive_member_larger_than_the_cap_is_refused(tmp_path, monkeypatch):
         load_legalbenchrag(root)
 
 
+def test_members_each_under_the_cap_but_too_large_together_are_refused(tmp_path, monkeypatch):
+    """8 members of NULs, each under the per-member cap: their total passes the total cap (both scaled down 1024
+    times from 256 MiB / 1 GiB), so the archive is refused before the last of them is decompressed."""
+    from llama_index_sac.apps.benchmark.datasets import _corpus
+
+    root = make_data(tmp_path / "d", archive=True)
+    monkeypatch.setattr(_corpus, "MAX_MEMBER_BYTES", 256 * 1024)
+    monkeypatch.setattr(_corpus, "MAX_TOTAL_BYTES", 1024 * 1024)
+    nul = b"\0" * (250 * 1024)
+    _archive(root / "corpus.tar.xz", [*((_member(f"corpus/{rel}"), text.encode()) for rel, text in DOCS.items()),
+                                      *((_member(f"corpus/cuad/nul{i}.txt"), nul) for i in range(8))])
+    assert (root / "corpus.tar.xz").stat().st_size < 20_000
+    with pytest.raises(LegalBenchRAGError, match=r"its members expand to more than 1,048,576 bytes in all \(at "
+                       r"'corpus/cuad/nul4\.txt'\): refused as a decompression bomb"):
+        load_legalbenchrag(root, scope="all")
+    monkeypatch.setattr(_corpus, "MAX_TOTAL_BYTES", 4 * 1024 * 1024)  # under the total: they load
+    assert load_legalbenchrag(root, scope="all").queries
+
+
+def test_padding_after_the_tar_end_is_not_decompressed(tmp_path, monkeypatch):
+    """A valid archive followed by 1 GiB of zeros in concatenated xz streams (about 100 KB compressed): refused once
+    the tail passes MAX_TAIL_BYTES, without decompressing the rest; the tar's own padding is accepted."""
+    import lzma
+
+    root = make_data(tmp_path / "d", archive=True)
+    archive = root / "corpus.tar.xz"
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for rel, text in DOCS.items():
+            info = tarfile.TarInfo(f"corpus/{rel}")
+            info.size = len(text.encode())
+            tar.addfile(info, io.BytesIO(text.encode()))
+    archive.write_bytes(lzma.compress(raw.getvalue()))
+    assert load_legalbenchrag(root).queries  # the tar's record padding after the end marker is fine
+    block = lzma.compress(b"\0" * (16 << 20))
+    archive.write_bytes(lzma.compress(raw.getvalue()) + block * 64)
+    assert archive.stat().st_size < 1 << 20
+    with pytest.raises(LegalBenchRAGError, match=r"more than 1,048,576 bytes follow the end of the tar archive"):
+        load_legalbenchrag(root)
+
+
 def test_an_answer_mismatch_shows_where_they_differ() -> None:
     from llama_index_sac.apps.benchmark.datasets.legalbenchrag import answer_mismatch
 

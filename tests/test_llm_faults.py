@@ -168,8 +168,9 @@ def test_truncated_answer_is_asked_again_once_on_both_routes() -> None:
     with OpenAIStandIn(script) as completions:
         llm = OpenAILike(model="stand-in", api_base=completions.base, api_key="x", is_chat_model=False,
                          max_retries=0, timeout=10)
-        result = LLMSummarizer(llm=llm, **FAST).summarize(NDA)
-    assert result.summary == "Cut twice" and result.llm_calls == 2  # truncated again: used as it is
+        with pytest.raises(SummarizationError, match="the answer stopped at the token limit twice") as info:
+            LLMSummarizer(llm=llm, **FAST).summarize(NDA)
+    assert info.value.attempts == 2 and completions.base in str(info.value)  # truncated again: never kept cut
     assert [r.path for r in completions.received] == ["/v1/completions"] * 2
 
 

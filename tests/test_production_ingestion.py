@@ -34,7 +34,13 @@ from llama_index_sac.ingestion.pipeline import (
     failed_documents,
 )
 from llama_index_sac.summarizers.base import BaseSummarizer
-from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCache, SummaryCacheError, summary_cache_key
+from llama_index_sac.summarizers.cache import (
+    CacheReadWarning,
+    CacheWriteWarning,
+    SummaryCache,
+    SummaryCacheError,
+    summary_cache_key,
+)
 from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 from tests.conftest import LEGALBENCH, FakeEmbedding, requires_legalbench
 
@@ -277,7 +283,8 @@ def test_an_empty_cached_summary_is_a_miss(tmp_path: Path) -> None:
     key = summary_cache_key(doc.text, FlakySummarizer(state_dir=str(tmp_path)).identity())
     cache.put(key, SummaryResult(summary="", strategy="single"))
     assert cache.get(key) is None
-    out = _sac(tmp_path, tmp_path / "cache")([doc])
+    with pytest.warns(CacheReadWarning, match="1 summary-cache entries .* were unusable"):
+        out = _sac(tmp_path, tmp_path / "cache")([doc])
     assert calls(tmp_path) == 1 and out[0].metadata["document_summary"].startswith("Summary:")
 
 

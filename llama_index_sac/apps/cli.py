@@ -46,6 +46,7 @@ try:
 except ImportError:  # pragma: no cover - older click: no_args_is_help prints the help and exits 0 by itself
     NoArgsIsHelpError = type("NoArgsIsHelpError", (UsageError,), {})  # type: ignore[assignment,misc]
 
+from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
@@ -85,7 +86,7 @@ __all__ = ["app", "main"]
 def _echo_error(message: str) -> None:
     """One ``error:`` line on stderr; further lines of ``message`` are indented so that no other line starts with
     ``error:``."""
-    first, *rest = message.splitlines() or [""]
+    first, *rest = printable(message, keep_newlines=True).split("\n")
     lines = [f"error: {first}"] + [line if line[:1].isspace() else "  " + line for line in rest]
     typer.echo("\n".join(lines), err=True)
 
@@ -302,15 +303,16 @@ def report_command(
 
     if html is None and (compare is not None or data_dir is not None):
         raise _fail("--compare and --data-dir need --html")
+    shown = printable(str(run))  # a file name is printed escaped: it cannot start a line of its own
     try:
         if run.is_dir() and not (run / "results.json").is_file():
-            raise _fail(f"{run} is a folder without results.json: expected a run folder of llama-sac eval or its "
+            raise _fail(f"{shown} is a folder without results.json: expected a run folder of llama-sac eval or its "
                         "results.json")
         results = load_results(run)
     except ResultsFormatError as exc:
-        raise _fail(f"cannot read results from {run}: not a results.json of llama-sac eval ({exc})") from None
+        raise _fail(f"cannot read results from {shown}: not a results.json of llama-sac eval ({exc})") from None
     except OSError as exc:
-        raise _fail(f"cannot read results from {run}: {type(exc).__name__}: {exc}") from None
+        raise _fail(f"cannot read results from {shown}: {type(exc).__name__}: {exc}") from None
     if markdown:
         scopes = ["overall", *results.datasets]
         text = "".join(f"\n{scope}:\n\n" + report.format_markdown(results, scope) + "\n" for scope in scopes)
@@ -322,7 +324,7 @@ def report_command(
         _write_html(results, html, compare, data_dir)
     typer.echo(text)
     if html is not None:
-        typer.echo(f"\nHTML report: {html}")
+        typer.echo(f"\nHTML report: {printable(str(html))}")
 
 
 def _write_html(results: RunResults, out: Path, compare: str | None, data_dir: Path | None) -> None:

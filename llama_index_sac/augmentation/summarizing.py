@@ -28,7 +28,7 @@ from llama_index_sac.augmentation.events import (
 )
 from llama_index_sac.documents import DocumentGroup
 from llama_index_sac.summarizers.base import BaseSummarizer, SummarizationError, SummaryResult
-from llama_index_sac.summarizers.cache import CacheWriteWarning, SummaryCache, summary_cache_key
+from llama_index_sac.summarizers.cache import CacheReadWarning, CacheWriteWarning, SummaryCache, summary_cache_key
 from llama_index_sac.summarizers.retry import LLMUnavailableError
 
 __all__ = ["summarize_groups"]
@@ -62,6 +62,8 @@ async def summarize_groups(
     """
     identity = summarizer.identity()
     name = summarizer.class_name()
+    longest = summarizer.max_summary_chars()
+    rejected = cache.rejected if cache is not None else 0
     pending: list[tuple[DocumentGroup, str]] = []
     for group in groups:
         text = group.text or ""
@@ -69,12 +71,16 @@ async def summarize_groups(
             group.result = SummaryResult(summary="", strategy="empty")  # no call for blank documents
             continue
         key = summary_cache_key(text, identity, summarizer.folded_metadata(group.metadata))
-        hit = cache.get(key) if cache is not None else memo.get(key)
+        hit = cache.get(key, max_chars=longest) if cache is not None else memo.get(key)
         if hit is not None:
             group.result = hit
             dispatcher.event(SummaryCacheHitEvent(doc_id=group.doc_id, summarizer=name))
         else:
             pending.append((group, key))
+    if cache is not None and cache.rejected > rejected:
+        warnings.warn(f"{cache.rejected - rejected} summary-cache entries in {cache.directory} were unusable "
+                      "(damaged, too large, not a regular file, or a summary longer than the summarizer writes; "
+                      "each is logged): they are summarized again", CacheReadWarning, stacklevel=caller_stacklevel())
     if not pending:
         return 0
     limiter = asyncio.Semaphore(concurrency) if summarizer.uses_llm else None

@@ -62,6 +62,7 @@ from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
+from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.documents import reconstruct_text
@@ -83,6 +84,11 @@ DEFAULT_PRIOR_WEIGHT = 0.3
 DEFAULT_FOCUS_DOCUMENTS = 2
 DEFAULT_CANDIDATE_TOP_K = 100
 DEFAULT_NAME_WEIGHT = 0.5
+#: The most name occurrences (the sum of every document's counts) a :class:`DocumentIndex` accepts: its name index
+#: holds one token per occurrence, so the counts are checked before anything is allocated.
+MAX_NAME_OCCURRENCES = 1 << 24
+#: The largest file :meth:`DocumentIndex.load` reads, in bytes.
+LOAD_MAX_BYTES = 1 << 30
 
 
 class StaleDocumentIndexWarning(UserWarning):
@@ -167,6 +173,10 @@ class DocumentIndex:
                         isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v > 0
                         for k, v in counts.items()):
                     raise TypeError(f"names[{doc_id!r}] must map str names to counts >= 1")
+            total = sum(sum(counts.values()) for counts in names.values())
+            if total > MAX_NAME_OCCURRENCES:
+                raise ValueError(f"names hold {total} occurrences in all, more than {MAX_NAME_OCCURRENCES} (the "
+                                 "name index keeps one token per occurrence)")
         self.doc_ids: list[str] = list(summaries)
         self.summaries: dict[str, str] = dict(summaries)
         self.names: dict[str, dict[str, int]] | None = (
@@ -243,15 +253,18 @@ class DocumentIndex:
     def load(cls, path: str | os.PathLike[str]) -> DocumentIndex:
         """Read a file written by :meth:`save` (a summaries-only v1 file too).
 
+        Read by the bounded reader: a regular file of at most :data:`LOAD_MAX_BYTES` bytes, nested at most 64
+        levels; name counts are checked (:data:`MAX_NAME_OCCURRENCES`) before an index is built.
+
         Raises:
-            ValueError: the file is not a document index (not UTF-8 JSON, another format, bad fields); the message
-                names the file.
-            OSError: the file cannot be read (``FileNotFoundError``, ``IsADirectoryError``, ...).
+            ValueError: the file is not a document index (not a regular file, too large, not UTF-8 JSON, too deep,
+                another format, bad fields, too many name occurrences); the message names the file.
+            OSError: the file cannot be read (``FileNotFoundError``, ...).
         """
         try:
-            data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: not a document index file ({exc})") from exc
+            data = read_json(Path(path).expanduser(), expect=None, max_bytes=LOAD_MAX_BYTES)
+        except PersistedFileError as exc:
+            raise ValueError(f"{path}: not a document index file ({exc.problem})") from None
         if not isinstance(data, dict) or data.get("format") not in _FORMATS:
             raise ValueError(f"{path}: not a {_FORMAT} file")
         try:

@@ -21,12 +21,12 @@ be reported both ways.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
+import contextlib
 import hashlib
 import json
 import os
 import re
+import threading
 import urllib.parse
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -41,6 +41,7 @@ __all__ = [
     "BaseSummarizer",
     "SummarizationError",
     "SummaryResult",
+    "clean_text",
     "cut_at_word_boundary",
     "normalize_summary",
     "run_sync",
@@ -50,16 +51,56 @@ __all__ = [
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine from sync code and return its result, re-raising its exceptions unchanged.
 
-    Without a running event loop: ``asyncio.run``. Inside one (Jupyter, an async framework): in a worker thread
-    with its own loop (context variables copied). Unlike ``llama_index.core.async_utils.asyncio_run`` it never
-    mistakes a ``RuntimeError`` raised by the coroutine for an event-loop problem."""
+    Every call of a thread runs on ONE event loop that lives as long as the thread (without a running loop: on the
+    calling thread; inside one, e.g. Jupyter or an async framework: on one background thread with its own loop,
+    context variables copied). An async client an LLM keeps between calls (its connection pool is bound to the loop
+    that opened it) therefore works on every call, where a new loop per call (``asyncio.run``) would find the
+    previous one closed. Interrupting the call (Ctrl-C) cancels the coroutine. Unlike
+    ``llama_index.core.async_utils.asyncio_run`` it never mistakes a ``RuntimeError`` raised by the coroutine for
+    an event-loop problem."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    ctx = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
-        return executor.submit(ctx.run, asyncio.run, coro).result()
+        loop = _thread_loop()
+        task = loop.create_task(coro)
+        try:
+            return loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(task)
+            raise
+    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())  # the caller's context is copied
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+_LOCAL = threading.local()
+_BACKGROUND: list[asyncio.AbstractEventLoop] = []
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for :func:`run_sync` (created on first use, never closed)."""
+    loop = getattr(_LOCAL, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _LOCAL.loop = loop
+    return loop  # type: ignore[no-any-return]
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """The event loop of one daemon thread, for :func:`run_sync` called inside a running loop."""
+    with _BACKGROUND_LOCK:
+        if not _BACKGROUND:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="llama-index-sac-run-sync", daemon=True).start()
+            _BACKGROUND.append(loop)
+        return _BACKGROUND[0]
 
 
 T = TypeVar("T")
@@ -122,10 +163,25 @@ _WS = re.compile(r"\s+")
 _PREFIX = re.compile(r"^(?:\*\*)?(?:document\s+)?summary(?:\*\*)?\s*[:\-]\s*", re.IGNORECASE)
 
 
+#: Lone UTF-16 surrogates (not encodable as UTF-8): replaced by U+FFFD.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+#: Control characters (C0 but tab/newline/return, DEL, C1) and bidirectional-text controls (LRM/RLM, ALM,
+#: embeddings, overrides, isolates), which a summary never needs and which can disguise text: removed.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate (U+D800..U+DFFF, which UTF-8 cannot encode) replaced by U+FFFD; the rest
+    unchanged. Every summary leaves :meth:`BaseSummarizer.summarize` through it, so a summary can always be stored
+    and embedded."""
+    return _SURROGATES.sub("\ufffd", text)
+
+
 def normalize_summary(text: str) -> str:
-    """Clean a model's answer: collapse whitespace (newlines included) to single spaces, drop a leading
-    ``Summary:`` label and one pair of surrounding quotes or backticks."""
-    out = _WS.sub(" ", text).strip()
+    """Clean a model's answer: lone surrogates replaced by U+FFFD, control and bidirectional-text control
+    characters removed, whitespace (newlines included) collapsed to single spaces, a leading ``Summary:`` label and
+    one pair of surrounding quotes or backticks dropped."""
+    out = _WS.sub(" ", _CONTROLS.sub("", clean_text(text))).strip()
     out = _PREFIX.sub("", out).strip()
     if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'`":
         out = out[1:-1].strip()
@@ -179,6 +235,11 @@ class BaseSummarizer(BaseComponent):
         return "BaseSummarizer"
 
     # -- identity ---------------------------------------------------------------------------------------------
+    def max_summary_chars(self) -> int | None:
+        """The longest summary this summarizer returns, in characters (``None``: not bounded). The summary cache
+        serves no longer entry."""
+        return None
+
     def identity(self) -> dict[str, Any]:
         """Everything that changes this summarizer's output, as a JSON-serializable dict (used in cache keys).
 
@@ -249,7 +310,7 @@ class BaseSummarizer(BaseComponent):
         self._check_text(text)
         if not text.strip():
             return SummaryResult(summary="", strategy="empty")
-        return self._summarize(text, self.folded_metadata(metadata))
+        return _cleaned(self._summarize(text, self.folded_metadata(metadata)))
 
     async def asummarize(
         self,
@@ -262,4 +323,13 @@ class BaseSummarizer(BaseComponent):
         self._check_text(text)
         if not text.strip():
             return SummaryResult(summary="", strategy="empty")
-        return await self._asummarize(text, self.folded_metadata(metadata), limiter)
+        return _cleaned(await self._asummarize(text, self.folded_metadata(metadata), limiter))
+
+
+def _cleaned(result: SummaryResult) -> SummaryResult:
+    """``result`` with :func:`clean_text` applied to its summary (a summarizer of any kind: LLM answers, a
+    subclass's own text)."""
+    summary = clean_text(result.summary)
+    return result if summary == result.summary else SummaryResult(
+        summary=summary, strategy=result.strategy, truncated=result.truncated, cut=result.cut,
+        llm_calls=result.llm_calls)

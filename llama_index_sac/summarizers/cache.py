@@ -18,6 +18,12 @@ entry that cannot be read (truncated by a crash of an older writer, edited, wron
 treated as a miss; the next write replaces it, and so is an entry whose summary is empty (a document with text
 always has a summary). Errors are never cached: a failed document is retried next run.
 
+Reading an entry is bounded: only a regular file of at most :data:`ENTRY_MAX_BYTES` bytes is read (a FIFO or device
+in its place is refused without blocking), nested at most 8 levels, and its shape is checked (the format, its key,
+a summary string without lone surrogates, no longer than the ``max_chars`` the caller passes: the summarizer's own
+bound). Every other entry is a miss, logged as a warning and counted in :attr:`SummaryCache.rejected`. The content of
+a well-formed entry is trusted: whoever can write the cache folder chooses the summaries (``docs/security.md``).
+
 Faults: reads never raise (an unreadable entry, a missing or misplaced folder: a miss); writes raise ``OSError``
 (read-only or full disk, a file where a folder should be) for the caller to report per document;
 :meth:`SummaryCache.check_writable` tells up front whether the location can be written at all.
@@ -25,7 +31,6 @@ Faults: reads never raise (an unreadable entry, a missing or misplaced folder: a
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -35,10 +40,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from llama_index_sac._json_io import PersistedFileError, has_lone_surrogate, parse_json, read_json, read_regular_file
 from llama_index_sac._util import stable_hash
-from llama_index_sac.summarizers.base import SummaryResult
+from llama_index_sac.summarizers.base import SummaryResult, clean_text
 
-__all__ = ["CacheWriteWarning", "SummaryCache", "SummaryCacheError", "summary_cache_key"]
+__all__ = ["ENTRY_MAX_BYTES", "CacheReadWarning", "CacheWriteWarning", "SummaryCache", "SummaryCacheError",
+           "summary_cache_key"]
+
+#: The largest cache entry read, in bytes (a summary of a few hundred characters takes well under 4 KiB).
+ENTRY_MAX_BYTES = 256 * 1024
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +59,11 @@ _EPOCH_FILE = "failure-epoch.json"
 
 class SummaryCacheError(OSError):
     """The summary cache location cannot be used at all (not creatable, not writable, a file in the way)."""
+
+
+class CacheReadWarning(UserWarning):
+    """Some summary-cache entries were unusable (damaged, too large, not a regular file, a summary longer than the
+    summarizer writes): they were treated as misses and summarized again."""
 
 
 class CacheWriteWarning(UserWarning):
@@ -89,6 +104,8 @@ class SummaryCache:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).expanduser()
+        #: How many entries :meth:`get` refused as unusable (each logged).
+        self.rejected = 0
 
     def __repr__(self) -> str:
         return f"SummaryCache({str(self.directory)!r})"
@@ -103,30 +120,47 @@ class SummaryCache:
         self._check_key(key)
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> SummaryResult | None:
-        """The cached result for ``key``, or ``None`` (missing or unreadable entry; the latter is logged)."""
+    def get(self, key: str, *, max_chars: int | None = None) -> SummaryResult | None:
+        """The cached result for ``key``, or ``None``: missing, or unusable (see the module docstring: logged as a
+        warning and counted in :attr:`rejected`). Never raises but for a malformed ``key`` (``ValueError``).
+
+        Args:
+            key: the entry's key (:func:`summary_cache_key`).
+            max_chars: the longest summary to serve (the summarizer's ``max_summary_chars()``); ``None``: any.
+        """
         path = self.path_for(key)
         try:
-            raw = path.read_bytes()
+            raw = read_regular_file(path, max_bytes=ENTRY_MAX_BYTES)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            level = logging.DEBUG if exc.errno == errno.ENOTDIR else logging.WARNING  # a misplaced cache: no entry
-            logger.log(level, "summary cache entry %s could not be read (%s): treated as a miss", path, exc)
+        except NotADirectoryError:  # a misplaced cache: no entry
+            return None
+        except (OSError, PersistedFileError) as exc:
+            if isinstance(exc, PersistedFileError) and isinstance(exc.__cause__, NotADirectoryError):
+                return None
+            self._reject(path, f"could not be read ({getattr(exc, 'problem', exc)})")
             return None
         try:
-            data = json.loads(raw.decode("utf-8"))
-            if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("key") != key:
+            data = parse_json(raw, path, expect=dict, max_depth=8)
+            if data.get("format") != _FORMAT or data.get("key") != key:
                 raise ValueError("unexpected format or key")
             result = SummaryResult.from_json(data["result"])
             if not result.summary.strip():
                 raise ValueError("empty summary")
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            logger.warning("summary cache entry %s is corrupt (%s): treated as a miss", path, exc)
+            if has_lone_surrogate(result.summary) or clean_text(result.summary) != result.summary:
+                raise ValueError("the summary holds a lone surrogate")
+            if max_chars is not None and len(result.summary) > max_chars:
+                raise ValueError(f"the summary has {len(result.summary)} characters, more than {max_chars}")
+        except (ValueError, KeyError, TypeError) as exc:
+            self._reject(path, f"is corrupt ({getattr(exc, 'problem', exc)})")
             return None
         return SummaryResult(
             summary=result.summary, strategy=result.strategy, truncated=result.truncated, cut=result.cut, llm_calls=0
         )
+
+    def _reject(self, path: Path, why: str) -> None:
+        self.rejected += 1
+        logger.warning("summary cache entry %s %s: treated as a miss", path, why)
 
     def put(self, key: str, result: SummaryResult, identity: Mapping[str, Any] | None = None) -> Path:
         """Store ``result`` under ``key`` atomically (temporary file + ``os.replace``); returns the entry path.
@@ -134,10 +168,14 @@ class SummaryCache:
         ``identity`` (optional, the summarizer's) is stored alongside for inspection; it is not read back."""
         path = self.path_for(key)
         path.parent.mkdir(parents=True, exist_ok=True)
+        if clean_text(result.summary) != result.summary:  # a lone surrogate: stored as U+FFFD, never a crash
+            result = SummaryResult(summary=clean_text(result.summary), strategy=result.strategy,
+                                   truncated=result.truncated, cut=result.cut, llm_calls=result.llm_calls)
         record = {"format": _FORMAT, "key": key, "result": result.to_json()}
         if identity is not None:
             record["summarizer"] = dict(identity)
-        data = json.dumps(record, ensure_ascii=False, sort_keys=True, default=str).encode("utf-8")
+        # ASCII: any string (a lone surrogate in the identity too) is written as a JSON escape, never a crash
+        data = json.dumps(record, ensure_ascii=True, sort_keys=True, default=str).encode("ascii")
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -169,8 +207,8 @@ class SummaryCache:
     def failure_epoch(self) -> int:
         """The failure epoch stored here (0 when none or unreadable)."""
         try:
-            data = json.loads((self.directory / _EPOCH_FILE).read_text(encoding="utf-8"))
-            epoch = data.get("epoch", 0) if isinstance(data, dict) else 0
+            data = read_json(self.directory / _EPOCH_FILE, expect=dict, max_bytes=4096)
+            epoch = data.get("epoch", 0)
         except (OSError, ValueError):
             return 0
         return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch > 0 else 0

@@ -198,6 +198,10 @@ class ExtractiveSummarizer(BaseSummarizer):
         """The table in use (``term_statistics`` or the shipped default)."""
         return self.term_statistics if self.term_statistics is not None else TermStatistics.default()
 
+    def max_summary_chars(self) -> int:
+        """``max_chars``: a longer summary is cut at a word boundary."""
+        return self.max_chars
+
     def identity(self) -> dict[str, Any]:
         ident = super().identity()
         ident.update(version=_VERSION, max_terms=self.max_terms, lead_chars=self.lead_chars,

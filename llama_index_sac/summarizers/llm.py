@@ -22,15 +22,21 @@ Errors (decided by exception type and HTTP status, never by message text; the ru
 ``retry_max_delay`` s) or, when longer, the server's ``Retry-After`` (seconds or HTTP-date) capped at
 ``retry_after_max`` s; then :class:`SummarizationError` naming :attr:`LLMSummarizer.endpoint` (``__cause__``: the
 last error). Other errors raise at once. A malformed answer (invalid JSON, response-validation error) or one cut at
-the token limit (``finish_reason="length"``) is asked again once. After ``max_consecutive_failures`` connection
+the token limit (``finish_reason="length"``) is asked again once; cut again, the document fails
+(:class:`SummarizationError`: a cut answer is never kept). After ``max_consecutive_failures`` connection
 failures in a row (refused, reset, connect timeout; across all requests of the instance), :class:`LLMUnavailableError`
 names the endpoint and every later request fails fast without a request until :meth:`LLMSummarizer.reset_circuit`.
 In map_reduce, when one window (or reduce group) fails, the document's other requests are cancelled: none is sent
 after the call returned.
 
-``timeout`` bounds each request (``asyncio.wait_for``); it cannot interrupt an LLM whose async method blocks the
-event loop (LlamaIndex's in-process ``LlamaCPP``), and clients with their own retries (OpenAI's ``max_retries``)
-multiply the attempts: the constructors here set theirs to 0.
+Prompt injection: the document goes between ``<document>`` tags, neutralised inside it (:mod:`.prompts`); answers
+are cleaned (:func:`~llama_index_sac.summarizers.base.normalize_summary`) and capped; :data:`PROMPT_FORMAT` versions
+these rules in :meth:`LLMSummarizer.identity`.
+
+``timeout`` bounds each request and ``document_timeout`` one document (``asyncio.wait_for``): a hung endpoint costs a
+document at most ``min(document_timeout, (max_retries + 1) * timeout + backoff)``. Neither can interrupt an LLM whose
+async method blocks the event loop (LlamaIndex's in-process ``LlamaCPP``), and clients with their own retries
+(OpenAI's ``max_retries``) multiply the attempts: the constructors here set theirs to 0.
 """
 
 from __future__ import annotations
@@ -39,7 +45,6 @@ import asyncio
 import contextlib
 import os
 import urllib.parse
-from collections.abc import Callable
 from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, model_validator
@@ -49,6 +54,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index_sac._util import require_extra
 from llama_index_sac.node_parser.base import callable_identity
 from llama_index_sac.node_parser.recursive import recursive_chunk_spans
+from llama_index_sac.summarizers._map_reduce import group_by_length
 from llama_index_sac.summarizers.base import (
     BaseSummarizer,
     SummarizationError,
@@ -67,6 +73,7 @@ from llama_index_sac.summarizers.prompts import (
     SHORTEN_PROMPT,
     chatml_completion_to_prompt,
     chatml_messages_to_prompt,
+    delimit_document,
     template_text,
 )
 from llama_index_sac.summarizers.retry import (
@@ -83,6 +90,9 @@ __all__ = ["LLMSummarizer", "LLMUnavailableError", "chatml_completion_to_prompt"
            "is_transient_error"]
 
 _HEAD_TAIL_MARK = "\n[...]\n"
+#: How a prompt is filled and an answer cleaned, in :meth:`LLMSummarizer.identity` (earlier summaries miss the cache):
+#: 2 = document tags neutralised (:func:`~.prompts.delimit_document`), control characters removed from answers.
+PROMPT_FORMAT = 2
 
 
 class LLMSummarizer(BaseSummarizer):
@@ -149,6 +159,11 @@ class LLMSummarizer(BaseSummarizer):
     retry_max_delay: float = Field(default=30.0, ge=0.0, description="Largest backoff delay in seconds.")
     timeout: float | None = Field(
         default=120.0, gt=0, description="Seconds allowed per request (None: no limit); a timeout is transient."
+    )
+    document_timeout: float | None = Field(
+        default=600.0, gt=0,
+        description="Seconds allowed for one document, all its requests, retries and waits included (None: no "
+        "limit); then SummarizationError for that document.",
     )
     retry_after_max: float = Field(
         default=60.0, ge=0.0,
@@ -252,7 +267,6 @@ class LLMSummarizer(BaseSummarizer):
         :data:`COMMERCIAL_CONTRACT_SUMMARY_PROMPT`)."""
         return cls(llm=llm, prompt=COMMERCIAL_CONTRACT_SUMMARY_PROMPT, max_chars=max_chars, **kwargs)
 
-    # -- identity -------------------------------------------------------------------------------------------
     def _llm_identity(self) -> dict[str, Any]:
         llm = self.llm
         model: Any
@@ -281,6 +295,7 @@ class LLMSummarizer(BaseSummarizer):
         strategy, ``metadata_keys``. Not: retries, timeouts, concurrency (they do not change a summary)."""
         ident = super().identity()
         ident.update(
+            prompt_format=PROMPT_FORMAT,
             llm=self._llm_identity(),
             prompt=template_text(self.prompt),
             map_prompt=template_text(self.map_prompt),
@@ -294,7 +309,6 @@ class LLMSummarizer(BaseSummarizer):
         )
         return ident
 
-    # -- sizes ----------------------------------------------------------------------------------------------
     def input_window(self) -> int:
         """The input window in characters (``max_input_chars`` or the value derived from the LLM)."""
         if self.max_input_chars is not None:
@@ -310,10 +324,13 @@ class LLMSummarizer(BaseSummarizer):
         """The hard bound on a final summary's length: ``floor(max_chars * (1 + length_tolerance))``."""
         return int(self.max_chars * (1 + self.length_tolerance))
 
+    def max_summary_chars(self) -> int:
+        """:meth:`max_output_chars`."""
+        return self.max_output_chars()
+
     def _map_chars(self) -> int:
         return self.map_max_chars if self.map_max_chars is not None else 2 * self.max_chars
 
-    # -- the endpoint and its circuit -------------------------------------------------------------------------
     @property
     def endpoint(self) -> str:
         """Where requests go, for error messages: the LLM's ``api_base``/``base_url``/``azure_endpoint`` (user
@@ -340,7 +357,6 @@ class LLMSummarizer(BaseSummarizer):
         """Close the circuit breaker (and forget the count of connection failures): requests go out again."""
         self._circuit.reset()
 
-    # -- one request ----------------------------------------------------------------------------------------
     async def _request(self, prompt: BasePromptTemplate, limiter: asyncio.Semaphore | None, run: RequestRun,
                        **variables: Any) -> str:
         """One LLM request with retries, ``Retry-After``, the circuit breaker (see the module docstring)."""
@@ -350,6 +366,7 @@ class LLMSummarizer(BaseSummarizer):
     async def _generate(self, prompt: BasePromptTemplate, document: str, max_chars: int, metadata: str,
                         limiter: asyncio.Semaphore | None, run: RequestRun) -> str:
         """A non-empty, normalized answer to ``prompt`` (an empty answer is asked again once, then raises)."""
+        document = delimit_document(document)
         for _ in range(2):
             answer = normalize_summary(
                 await self._request(prompt, limiter, run, document=document, max_chars=max_chars, metadata=metadata)
@@ -375,14 +392,24 @@ class LLMSummarizer(BaseSummarizer):
             return summary, False
         return cut_at_word_boundary(summary, limit), True
 
-    # -- the body -------------------------------------------------------------------------------------------
     def _metadata_section(self, metadata: dict[str, str]) -> str:
         if not metadata:
             return ""
-        return "Document metadata: " + "; ".join(f"{k}: {v}" for k, v in metadata.items()) + "\n\n"
+        return delimit_document("Document metadata: " + "; ".join(f"{k}: {v}" for k, v in metadata.items())
+                                + "\n\n")
 
     async def _asummarize(self, text: str, metadata: dict[str, str],
                           limiter: asyncio.Semaphore | None) -> SummaryResult:
+        if self.document_timeout is None:
+            return await self._summarize_document(text, metadata, limiter)
+        try:
+            return await asyncio.wait_for(self._summarize_document(text, metadata, limiter), self.document_timeout)
+        except asyncio.TimeoutError:
+            raise SummarizationError(f"no summary from the LLM at {self.endpoint} within document_timeout="
+                                     f"{self.document_timeout:g} s") from None
+
+    async def _summarize_document(self, text: str, metadata: dict[str, str],
+                                  limiter: asyncio.Semaphore | None) -> SummaryResult:
         run = RequestRun()
         meta = self._metadata_section(metadata)
         window = self.input_window()
@@ -410,7 +437,7 @@ class LLMSummarizer(BaseSummarizer):
             joined = "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(partials))
             if len(joined) <= window or len(partials) == 1:
                 break
-            groups = _group_by_length(partials, window)
+            groups = group_by_length(partials, window)
             partials = await gather_or_cancel((
                 self._generate(self.reduce_prompt, "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(group)),
                                self._map_chars(), meta, limiter, run)
@@ -420,23 +447,3 @@ class LLMSummarizer(BaseSummarizer):
         summary, cut = await self._final(self.reduce_prompt, joined, meta, limiter, run)
         return SummaryResult(summary=summary, strategy="map_reduce", cut=cut, llm_calls=run.calls)
 
-
-def _group_by_length(items: list[str], limit: int, overhead: Callable[[int], int] = lambda i: 10) -> list[list[str]]:
-    """Consecutive groups of ``items`` whose rendered length stays within ``limit`` (every group has at least two
-    items when there are two or more, so each reduce round shrinks the list)."""
-    groups: list[list[str]] = []
-    current: list[str] = []
-    size = 0
-    for item in items:
-        cost = len(item) + overhead(len(current))
-        if current and size + cost > limit and len(current) >= 2:
-            groups.append(current)
-            current, size = [], 0
-        current.append(item)
-        size += cost
-    if current:
-        if len(current) == 1 and groups:
-            groups[-1].append(current[0])
-        else:
-            groups.append(current)
-    return groups

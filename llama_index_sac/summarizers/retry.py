@@ -325,12 +325,12 @@ async def request_with_retries(send: Callable[[], Awaitable[tuple[str, str | Non
     bounded by ``settings.timeout``. Retries: transient errors up to ``max_retries`` times after
     ``max(backoff, min(Retry-After, retry_after_max))`` seconds (backoff: ``retry_initial_delay`` doubled per
     retry, at most ``retry_max_delay``); a malformed or truncated answer once, at once (an answer truncated again
-    is used as it is, with a logged warning).
+    is never used: :class:`SummarizationError`).
 
     Raises:
         LLMUnavailableError: the circuit is open, or this attempt's connection failure opened it.
-        SummarizationError: a non-transient error, retries exhausted, or a malformed answer twice (naming
-            ``endpoint``; ``__cause__`` is the last error).
+        SummarizationError: a non-transient error, retries exhausted, a malformed answer twice, or an answer cut at
+            the token limit twice (naming ``endpoint``; ``__cause__`` is the last error).
     """
     attempts = transient = 0
     second_chance = True  # the one retry of a malformed/truncated answer
@@ -348,10 +348,8 @@ async def request_with_retries(send: Callable[[], Awaitable[tuple[str, str | Non
                 else:
                     text, reason = await coro
                 circuit.reached()
-                if reason in _TRUNCATED_REASONS:
-                    if second_chance:
-                        raise _TruncatedAnswer(f"the answer stopped at the token limit (finish_reason={reason!r})")
-                    logger.warning("LLM answer from %s stopped at the token limit twice; using it", endpoint)
+                if reason in _TRUNCATED_REASONS:  # never kept cut: asked again once, then the document fails
+                    raise _TruncatedAnswer(f"the answer stopped at the token limit (finish_reason={reason!r})")
                 return text
             except asyncio.CancelledError:
                 raise
@@ -360,6 +358,11 @@ async def request_with_retries(send: Callable[[], Awaitable[tuple[str, str | Non
         try:
             _feed_circuit(error, attempts, settings, circuit, endpoint)
             if is_malformed_response(error):
+                if not second_chance and isinstance(error, _TruncatedAnswer):
+                    raise SummarizationError(
+                        f"LLM request to {endpoint} failed after {attempts} attempt(s): the answer stopped at the "
+                        "token limit twice (raise the LLM's max_tokens, or lower max_chars)",
+                        attempts=attempts) from error
                 if not second_chance:
                     raise SummarizationError(
                         f"LLM request to {endpoint} failed after {attempts} attempt(s) (malformed answer twice): "

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from llama_index_sac._json_io import PersistedFileError, gunzip_bounded, parse_json, read_regular_file
 from llama_index_sac._warn import caller_stacklevel
 
 __all__ = ["TOKEN_PATTERN", "TermStatistics", "stop_words", "term_sample"]
@@ -50,6 +51,8 @@ TOKEN_PATTERN = r"(?u)\b(?=[\w\-]*[^\W\d_])\w[\w\-]*\w\b"
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
 _FORMAT = "llama-index-sac/term-statistics/v1"
 _DEFAULT_FILE = "legal-terms-v1.json.gz"
+#: The default size cap of :meth:`TermStatistics.load`, in bytes, compressed and decompressed.
+LOAD_MAX_BYTES = 256 << 20
 #: Below this many documents a fitted table is flagged: its document frequencies say little.
 MIN_DOCUMENTS = 20
 
@@ -195,19 +198,24 @@ class TermStatistics:
         return out
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> TermStatistics:
+    def load(cls, path: str | os.PathLike[str], *, max_bytes: int = LOAD_MAX_BYTES) -> TermStatistics:
         """Read a table written by :meth:`save`.
 
+        Bounded: a regular file of at most ``max_bytes`` bytes, whose JSON (after gzip decompression, stopped as
+        soon as it passes ``max_bytes``) is at most ``max_bytes`` bytes and nested at most 64 levels.
+
         Raises:
-            OSError: the file cannot be read.
-            ValueError: not a term-statistics file, or damaged (see :meth:`from_json`)."""
-        raw = Path(path).expanduser().read_bytes()
+            FileNotFoundError: there is no such file.
+            ValueError: not a term-statistics file (not a regular file, too large compressed or decompressed, not
+                gzip/UTF-8 JSON, too deep), or damaged (see :meth:`from_json`); the message names the file."""
+        source = Path(path).expanduser()
         try:
+            raw = read_regular_file(source, max_bytes=max_bytes)
             if raw[:2] == b"\x1f\x8b":
-                raw = gzip.decompress(raw)
-            data = json.loads(raw.decode("utf-8"))
-        except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: not a term-statistics file ({exc})") from exc
+                raw = gunzip_bounded(raw, source, max_bytes=max_bytes)
+            data = parse_json(raw, source, expect=None)
+        except PersistedFileError as exc:
+            raise ValueError(f"{path}: not a term-statistics file ({exc.problem})") from None
         return cls.from_json(data, source=str(path))
 
     @classmethod

@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,14 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 from tqdm.auto import tqdm
 
-__all__ = ["CachedEmbedding", "EmbeddingCache", "content_key", "default_cache_dir"]
+from llama_index_sac._warn import caller_stacklevel
+
+__all__ = ["CachedEmbedding", "EmbeddingCache", "EmbeddingCacheWarning", "content_key", "default_cache_dir"]
+
+
+class EmbeddingCacheWarning(UserWarning):
+    """Some cached embedding vectors were unusable (truncated, of another dimension than the model's, NaN or
+    infinite values): they were treated as misses and computed again."""
 
 
 def default_cache_dir() -> Path:
@@ -70,6 +78,17 @@ class _SqliteStore:
                 found = rows.fetchall()
             yield found
 
+    def present(self, keys: Sequence[str], chunk: int = 500) -> set[str]:
+        """The ``keys`` that have a row (values not read)."""
+        found: set[str] = set()
+        for i in range(0, len(keys), chunk):
+            part = list(keys[i : i + chunk])
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT key FROM {self.table} WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+            found.update(key for (key,) in rows)
+        return found
+
     def put_many(self, items: Sequence[tuple[str, Any]]) -> None:
         with self._lock:
             self._conn.executemany(f"INSERT OR REPLACE INTO {self.table} (key, value) VALUES (?, ?)", items)
@@ -104,14 +123,48 @@ class _Rows:
 class EmbeddingCache:
     """Embedding vectors stored as float32 blobs, keyed by (model identity, "text"/"query", text).
 
+    A cached vector is used only when it is whole and finite and has the dimension of its model (recorded per model
+    identity and kind in the ``dimensions`` table when vectors are first computed; a cache without the record
+    computes one vector to learn it). Any other is a miss, computed again and counted in :attr:`rejected`, with one
+    :class:`EmbeddingCacheWarning` per call: never a traceback, never a wrong vector served.
+
     Args:
         cache_dir: folder of ``embeddings.sqlite``.
     """
 
     def __init__(self, cache_dir: str | Path) -> None:
-        self._store = _SqliteStore(Path(cache_dir) / "embeddings.sqlite", "embeddings", "BLOB")
+        path = Path(cache_dir) / "embeddings.sqlite"
+        self._store = _SqliteStore(path, "embeddings", "BLOB")
+        self._dims = _SqliteStore(path, "dimensions", "INTEGER")
         self.hits = 0
         self.misses = 0
+        #: Cached vectors refused as unusable (each computed again).
+        self.rejected = 0
+
+    @staticmethod
+    def _place(out: _Rows, row: int, blob: Any, dim: int) -> bool:
+        """Put the cached vector ``blob`` in ``row`` if it is a whole float32 vector of ``dim`` finite values."""
+        if not isinstance(blob, bytes) or dim <= 0 or len(blob) != 4 * dim:
+            return False
+        vector = np.frombuffer(blob, dtype=np.float32)
+        if not bool(np.isfinite(vector).all()):
+            return False
+        out.put(row, vector, "cached")
+        return True
+
+    def _dimension(self, head: str, texts: Sequence[str], first_row: int,
+                   compute: Callable[[list[str]], Sequence[Sequence[float]]]) -> int:
+        """The recorded dimension of a model identity and kind (``head``), else one vector's, computed and
+        recorded."""
+        recorded = self._dims.get_many([head]).get(head)
+        if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0:
+            return recorded
+        vectors = compute([texts[first_row]])
+        if len(vectors) != 1:
+            raise RuntimeError(f"embedding model returned {len(vectors)} vectors for 1 text")
+        dim = int(np.asarray(vectors[0], dtype=np.float32).reshape(-1).shape[0])
+        self._dims.put_many([(head, dim)])
+        return dim
 
     def embed(
         self,
@@ -165,34 +218,62 @@ class EmbeddingCache:
                 repeats.append((n - 1, row))
         out = _Rows(n)
         unique = list(first)
-        todo_set = set(unique)
-        for rows in self._store.iter_many(unique):
-            for key, blob in rows:
-                out.put(first[key], np.frombuffer(blob, dtype=np.float32), "cached")
-                todo_set.discard(key)
-        todo = [k for k in unique if k in todo_set]  # first-occurrence order
-        del unique, todo_set
-        self.hits += n - len(todo)  # served without computing (from disk, or a repeat within ``texts``)
-        self.misses += len(todo)
-        # Similar lengths side by side: a model pads each batch to its longest text, so length order wastes less
-        # (1.31x the throughput for MiniLM on LegalBench-RAG chunks, bench/README.md). The output keeps the input order.
-        lengths = {k: len(texts[first[k]]) for k in todo}
-        todo.sort(key=lengths.__getitem__)
-        del lengths
+        present = self._store.present(unique)
+        todo = [k for k in unique if k not in present]  # first-occurrence order
+        head_key = head.hexdigest()
+        recorded = self._dims.get_many([head_key]).get(head_key)
+        dim = recorded if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0 else None
+        del unique
         bar = tqdm(total=len(todo), desc=desc, unit="text", disable=not show_progress or not todo)
-        try:
-            for i in range(0, len(todo), batch_size):
-                batch = todo[i : i + batch_size]
+
+        def compute_rows(keys: list[str]) -> int:
+            """Compute, store and place the vectors of ``keys`` (in length order); their dimension."""
+            # Similar lengths side by side: a model pads each batch to its longest text, so length order wastes less
+            # (1.31x the throughput for MiniLM on LegalBench-RAG chunks, bench/README.md). The output keeps the
+            # input order.
+            keys = sorted(keys, key=lambda k: len(texts[first[k]]))
+            width = 0
+            for i in range(0, len(keys), batch_size):
+                batch = keys[i : i + batch_size]
                 computed = compute([texts[first[k]] for k in batch])
                 if len(computed) != len(batch):
                     raise RuntimeError(f"embedding model returned {len(computed)} vectors for {len(batch)} texts")
                 arrays = [np.asarray(v, dtype=np.float32) for v in computed]
-                self._store.put_many([(k, v.tobytes()) for k, v in zip(batch, arrays)])
                 for k, v in zip(batch, arrays):
                     out.put(first[k], v, "computed")
+                    width = v.shape[0]
+                self._store.put_many([(k, v.tobytes()) for k, v in zip(batch, arrays)])
                 bar.update(len(batch))
+            return width
+
+        try:
+            if todo:
+                width = compute_rows(todo)
+                if dim is not None and width != dim and any(
+                        isinstance(blob, bytes) and len(blob) == 4 * dim
+                        for rows in self._store.iter_many(sorted(present)) for _, blob in rows):
+                    raise RuntimeError(f"computed embedding of dimension {width} among vectors of dimension {dim}: "
+                                       "one model identity must give one dimension")
+                if width != dim:  # first vectors of this identity, or a record no cached vector agrees with
+                    self._dims.put_many([(head_key, width)])
+                dim = width
+            elif dim is None and present:  # everything cached, no recorded dimension (an older cache): learn it
+                dim = self._dimension(head_key, texts, first[next(iter(present))], compute)
+            rejected = [key for rows in self._store.iter_many(sorted(present)) for key, blob in rows
+                        if not self._place(out, first[key], blob, dim or 0)]
+            if rejected:
+                self.rejected += len(rejected)
+                warnings.warn(f"{len(rejected)} cached embedding(s) in {self._store.path} were unusable (truncated, "
+                              f"not of the model's dimension {dim}, or NaN/infinite values): computed again",
+                              EmbeddingCacheWarning, stacklevel=caller_stacklevel())
+                bar.total = len(todo) + len(rejected)
+                width = compute_rows(rejected)
+                if width != dim:  # the record was wrong (edited): the model's vectors say the dimension
+                    self._dims.put_many([(head_key, width)])
         finally:
             bar.close()
+        self.misses += len(todo) + len(rejected)
+        self.hits += n - len(todo) - len(rejected)  # served without computing (from disk, or a repeat in ``texts``)
         matrix = out.matrix
         for row, source in repeats:
             matrix[row] = matrix[source]
@@ -200,6 +281,7 @@ class EmbeddingCache:
 
     def close(self) -> None:
         self._store.close()
+        self._dims.close()
 
 
 class CachedEmbedding(BaseEmbedding):

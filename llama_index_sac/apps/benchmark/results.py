@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac.apps.benchmark.config import LoaderOptions, RunConfig
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scope
 
@@ -189,6 +190,13 @@ class BenchmarkInfo(_Model):
         Raises:
             ValueError: a custom benchmark (no loader), or LegalBench-RAG without a data folder.
         """
+        try:
+            return self._loader_options(data_dir)
+        except ValidationError as exc:  # the recorded values are out of the loader's bounds: one line
+            raise ValueError(f"benchmark {self.name!r} cannot be loaded again: its recorded loader options are "
+                             f"invalid ({_describe(exc)})") from None
+
+    def _loader_options(self, data_dir: str | Path | None) -> LoaderOptions:
         if self.source == "synthetic":
             return LoaderOptions(source="synthetic", n_documents=self.n_documents, seed=self.seed or 0)
         if self.source == "legalbenchrag":
@@ -282,8 +290,14 @@ def parse_results(data: Any) -> RunResults:
         raise ResultsFormatError(_describe(exc)) from None
 
 
+#: The largest results.json :func:`load_results` reads, in bytes.
+RESULTS_MAX_BYTES = 1 << 30
+
+
 def load_results(path: str | Path) -> RunResults:
-    """Read the results of a run: its folder (``results.json`` inside) or the results.json itself.
+    """Read the results of a run: its folder (``results.json`` inside) or the results.json itself, through the
+    bounded reader (a regular file of at most :data:`RESULTS_MAX_BYTES` bytes: a FIFO or ``/dev/zero`` is refused at
+    once).
 
     Raises:
         ResultsFormatError: a folder without results.json, a file that is not JSON or not results of
@@ -296,9 +310,8 @@ def load_results(path: str | Path) -> RunResults:
             raise ResultsFormatError(f"{path} is a folder without results.json: expected a run folder of llama-sac "
                                      "eval or its results.json")
         path = path / "results.json"
-    content = path.read_bytes()
     try:
-        data = json.loads(content)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a UnicodeDecodeError, nesting too deep
-        raise ResultsFormatError(f"not JSON ({type(exc).__name__}: {str(exc)[:200]})") from None
+        data = read_json(path, expect=None, max_bytes=RESULTS_MAX_BYTES, allow_nan=True)
+    except PersistedFileError as exc:  # not a regular file, too large, not JSON, nested too deep
+        raise ResultsFormatError(exc.problem[:300]) from None
     return parse_results(data)

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from llama_index_sac.apps.ingest.steps import settings_from_options
@@ -31,9 +32,9 @@ _COLLECTION: str = field_default(IngestSettings, "collection")
 
 
 def _fail(message: str) -> typer.Exit:
-    """One ``error:`` line on stderr (further lines indented); the exit with status 2 to raise."""
-    first, *rest = message.splitlines() or [""]
-    typer.echo("\n".join([f"error: {first}"] + ["  " + line.lstrip() for line in rest]), err=True)
+    """One ``error:`` line on stderr (names escaped by :func:`printable`, so nothing in them starts a line); the exit
+    with status 2 to raise."""
+    typer.echo(f"error: {printable(message)}", err=True)
     return typer.Exit(code=2)
 
 
@@ -72,14 +73,14 @@ def ingest_command(
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode
             report = ingest([str(p) for p in paths], vector_store, settings,
-                            log=lambda line: typer.echo(f"warning: {line}", err=True))
+                            log=lambda line: typer.echo(f"warning: {printable(line)}", err=True))
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"{type(exc).__name__}: {exc}") from None
     except KeyboardInterrupt:
         raise _fail("interrupted (the next run completes the store)") from None
-    typer.echo(f"ingested into {report.line()}")
+    typer.echo(f"ingested into {printable(report.line())}")
     if report.skipped or report.failed:
         raise typer.Exit(code=1)
 
@@ -117,6 +118,6 @@ def query_command(
         typer.echo("no chunks in the collection")
     for rank, hit in enumerate(hits, 1):
         score = "?" if hit.score is None else f"{hit.score:.4f}"
-        typer.echo(f"{rank}. score {score}  {hit.doc_id}  characters {hit.start}-{hit.end}")
-        typer.echo(f"   summary: {hit.summary if hit.summary is not None else '(none)'}")
-        typer.echo(f"   text: {_shorten(hit.text, _TEXT_CHARS)}")
+        typer.echo(f"{rank}. score {score}  {printable(hit.doc_id)}  characters {hit.start}-{hit.end}")
+        typer.echo(f"   summary: {printable(hit.summary) if hit.summary is not None else '(none)'}")
+        typer.echo(f"   text: {printable(_shorten(hit.text, _TEXT_CHARS))}")

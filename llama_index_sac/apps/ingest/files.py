@@ -31,6 +31,8 @@ from llama_index.core import SimpleDirectoryReader
 from llama_index.core.schema import Document
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
+from llama_index_sac._json_io import PersistedFileError, read_json
+
 __all__ = ["COLLECTION_PATTERN", "PLAIN_SUFFIXES", "RECORD_DIR", "IngestError", "IngestRecord", "StoreSpec",
            "check_collection", "find_files", "read_file", "rich_readers"]
 
@@ -42,11 +44,24 @@ PLAIN_SUFFIXES = (".txt", ".md")
 COLLECTION_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9_-]|\.(?!\.)){1,126}[A-Za-z0-9]$"
 #: The folder, inside the store's directory, of the ingest records (one subfolder per collection).
 RECORD_DIR = ".llama-sac-docstore"
+#: The largest ingest record file read (bytes): a docstore of a million documents is about 200 MB.
+RECORD_MAX_BYTES = 256 << 20
 _FORMAT = 1
 
 
 class IngestError(ValueError):
     """Bad input to ``ingest``/``query`` (a path, a store, a setting): the message names it; nothing was written."""
+
+
+def _short(value: Any) -> str:
+    """A JSON value for a message: at most 40 characters."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _damaged(path: Path, problem: str) -> IngestError:
+    return IngestError(f"the ingest record {path} {problem}: it is damaged; delete the store's directory (or "
+                       "ingest into a new --vector-store) to rebuild it")
 
 
 @dataclass(frozen=True)
@@ -98,12 +113,14 @@ class IngestRecord:
         self.pending_path = self.directory / "pending.json"
         self.rows_path = self.directory / "rows.json"
 
-    def _read_json(self, path: Path) -> Any:
+    def _read_json(self, path: Path, expect: type) -> Any:
+        """The JSON value of a record file (``None`` when it is missing), read by the bounded reader."""
         try:
-            return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        except (OSError, ValueError) as exc:
-            raise IngestError(f"the ingest record {path} cannot be read ({type(exc).__name__}: {exc}); delete the "
-                              "store's directory to rebuild it") from None
+            return read_json(path, expect=expect, max_bytes=RECORD_MAX_BYTES)
+        except FileNotFoundError:
+            return None
+        except PersistedFileError as exc:
+            raise _damaged(path, exc.problem) from None
 
     def _write_json(self, path: Path, value: Any) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -150,12 +167,35 @@ class IngestRecord:
     def exists(self) -> bool:
         return self.settings_path.is_file()
 
+    def check(self) -> None:
+        """Read every file of the record once, so that a damaged one is refused before a store is opened.
+
+        Raises:
+            IngestError: a record file is not a regular file, too large, not JSON, or not of its shape.
+        """
+        self.settings()
+        self.load_docstore()
+        self.rows()
+        self.pending()
+
     def settings(self) -> dict[str, Any] | None:
-        """What ``settings.json`` holds (``None`` before the first run)."""
-        value = self._read_json(self.settings_path)
-        if value is not None and (not isinstance(value, dict) or value.get("format") != _FORMAT):
-            raise IngestError(f"the ingest record {self.settings_path} has an unknown format; delete the store's "
-                              "directory to rebuild it")
+        """What ``settings.json`` holds (``None`` before the first run): ``format``, ``settings`` (an object),
+        ``embed_model_name`` (a string or null) and, in newer records, ``store`` (``chroma`` or ``qdrant``).
+
+        Raises:
+            IngestError: the file is not a regular file, too large, not JSON, or not of that shape.
+        """
+        value = self._read_json(self.settings_path, dict)
+        if value is None:
+            return None
+        if value.get("format") != _FORMAT:
+            raise _damaged(self.settings_path, f"has an unknown format ({_short(value.get('format'))})")
+        if not isinstance(value.get("settings"), dict):
+            raise _damaged(self.settings_path, f"has no settings object (settings: {_short(value.get('settings'))})")
+        if not isinstance(value.get("embed_model_name"), (str, type(None))):
+            raise _damaged(self.settings_path, "has an embed_model_name that is not a string")
+        if value.get("store") not in (None, "chroma", "qdrant"):
+            raise _damaged(self.settings_path, f"names an unknown kind of store ({_short(value.get('store'))})")
         return value
 
     def write_settings(self, value: dict[str, Any]) -> None:
@@ -163,10 +203,16 @@ class IngestRecord:
 
     def load_docstore(self) -> SimpleDocumentStore:
         """The saved docstore, or an empty one before the first run."""
-        if not self.docstore_path.is_file():
+        value = self._read_json(self.docstore_path, dict)
+        if value is None:
             return SimpleDocumentStore()
-        self._read_json(self.docstore_path)  # a clear error for a damaged file
-        return SimpleDocumentStore.from_persist_path(str(self.docstore_path))
+        for name, entries in value.items():  # SimpleKVStore's layout: {collection: {key: {field: value}}}
+            if not isinstance(entries, dict) or not all(isinstance(entry, dict) for entry in entries.values()):
+                raise _damaged(self.docstore_path, f"is not a LlamaIndex docstore ({_short(name)} is not an object "
+                                                   "of objects)")
+            if name.endswith("/metadata") and not all(isinstance(e.get("doc_hash", ""), str) for e in entries.values()):
+                raise _damaged(self.docstore_path, "is not a LlamaIndex docstore (a doc_hash is not a string)")
+        return SimpleDocumentStore.from_dict(value)
 
     def save_docstore(self, docstore: SimpleDocumentStore) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -182,10 +228,9 @@ class IngestRecord:
 
     def rows(self) -> dict[str, int]:
         """The rows written for each document (``{}`` for records older than ``rows.json``)."""
-        value = self._read_json(self.rows_path)
-        if value is not None and not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
-            raise IngestError(f"the ingest record {self.rows_path} has an unknown format; delete the store's "
-                              "directory to rebuild it")
+        value = self._read_json(self.rows_path, dict)
+        if value is not None and not all(type(v) is int and v >= 0 for v in value.values()):
+            raise _damaged(self.rows_path, "has an unknown format (a row count is not a whole number)")
         return dict(value or {})
 
     def save_rows(self, rows: dict[str, int]) -> None:
@@ -193,8 +238,10 @@ class IngestRecord:
 
     def pending(self) -> list[str]:
         """The document ids of an unfinished round of writes (``[]`` when the last run finished)."""
-        value = self._read_json(self.pending_path)
-        return [str(v) for v in value] if isinstance(value, list) else []
+        value = self._read_json(self.pending_path, list)
+        if value is not None and not all(isinstance(v, str) for v in value):
+            raise _damaged(self.pending_path, "has an unknown format (a document id is not a string)")
+        return list(value or [])
 
     def set_pending(self, doc_ids: list[str]) -> None:
         self._write_json(self.pending_path, doc_ids)

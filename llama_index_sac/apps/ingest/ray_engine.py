@@ -37,7 +37,40 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import BaseNode, TransformComponent
 from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 
-__all__ = ["RayStages", "ray_error_message", "ray_session"]
+__all__ = ["RAY_CONNECT_TIMEOUT", "RayStages", "check_ray_address", "ray_error_message", "ray_session"]
+
+#: Seconds allowed to reach the cluster at ``RAY_ADDRESS`` (its GCS port) before Ray is asked to join it;
+#: ``LLAMA_SAC_RAY_CONNECT_TIMEOUT`` overrides it.
+RAY_CONNECT_TIMEOUT = 10.0
+
+
+def check_ray_address(address: str, timeout: float | None = None) -> None:
+    """Open (and close) a TCP connection to the ``host:port`` of a Ray address within ``timeout`` seconds, so that an
+    address where no cluster answers fails at once instead of ``ray.init`` retrying for minutes. ``auto``,
+    ``local`` and addresses without a port are left to Ray.
+
+    Raises:
+        ConnectionError: nothing accepted the connection in time (the message names the address and the limit).
+    """
+    import socket
+    import urllib.parse
+
+    if timeout is None:
+        timeout = float(os.environ.get("LLAMA_SAC_RAY_CONNECT_TIMEOUT") or RAY_CONNECT_TIMEOUT)
+    target = address.strip()
+    parts = urllib.parse.urlsplit(target if "://" in target else f"//{target}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number
+        raise ConnectionError(f"RAY_ADDRESS {address!r} is not host:port") from None
+    if not host or port is None or target in ("auto", "local"):
+        return
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"no Ray cluster answers at {host}:{port} within {timeout:g} s "
+                              f"({type(exc).__name__}: {exc.strerror or exc}); set RAY_ADDRESS to a running "
+                              "cluster's address, or unset it to start a local one") from None
 
 #: Builds a stage's steps in a worker: callables ``nodes -> nodes`` (transformations, an embedding model).
 StepsBuilder = Callable[[], Sequence[Callable[..., Sequence[BaseNode]]]]
@@ -53,12 +86,16 @@ def ray_session() -> Iterator[dict[str, float]]:
 
     Raises:
         ImportError: Ray is not installed (the ``ray`` extra).
+        ConnectionError: ``RAY_ADDRESS`` names a ``host:port`` that does not answer within the connect timeout
+            (:func:`check_ray_address`).
     """
     import ray
 
     started = False
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS") or None
+        if address:
+            check_ray_address(address)
         options: dict[str, Any] = {} if address else {"include_dashboard": False}
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **options)
         started = True

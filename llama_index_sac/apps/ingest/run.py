@@ -24,6 +24,7 @@ commands are in :mod:`~llama_index_sac.apps.ingest.commands`; the user guide is 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -123,10 +124,24 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             require_extra("ray.data", "ray", "--engine ray")
         except ImportError as exc:
             raise IngestError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a broken installation: importing Ray raises anything
+            line = (str(exc).strip().splitlines() or [""])[0]
+            raise IngestError(f"--engine ray: importing Ray failed ({type(exc).__name__}: {line}); repair or "
+                              "reinstall it (pip install 'llama-index-sac[ray]')") from None
+        address = os.environ.get("RAY_ADDRESS")
+        ray_module = sys.modules.get("ray")
+        if address and not (ray_module is not None and ray_module.is_initialized()):
+            from llama_index_sac.apps.ingest.ray_engine import check_ray_address
+
+            try:  # before the model loads: an address where no cluster answers fails within the connect timeout
+                check_ray_address(address)
+            except ConnectionError as exc:
+                raise IngestError(f"--engine ray: {exc}") from None
     say = log or (lambda _line: None)
     readers = rich_readers()
     files, folders = find_files(paths, PLAIN_SUFFIXES + tuple(readers))
     record = IngestRecord(spec, settings.collection)
+    record.check()
     recorded = record.settings()
     check_store_folder(spec, record.store_kind(), create=True)
     try:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import json
 import pickle
 import sqlite3
 import sys
@@ -30,14 +29,18 @@ from typing import Any
 
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
+from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
+from llama_index_sac.apps.ingest.chroma_check import check_chroma_index
 from llama_index_sac.apps.ingest.files import IngestError, StoreSpec, check_collection
+from llama_index_sac.apps.ingest.qdrant_check import check_qdrant_points
 
 __all__ = ["OpenedStore", "RowCheck", "check_rows", "check_store_folder", "open_store", "store_errors",
            "store_kinds"]
 
 _MARKERS = {"chroma": "chroma.sqlite3", "qdrant": "meta.json"}
 _PAGE = 1000  # rows per read when counting rows per document
+_META_MAX_BYTES = 16 << 20  # a Qdrant meta.json: a few hundred bytes per collection
 
 
 def store_kinds(path: Path) -> list[str]:
@@ -71,6 +74,8 @@ def check_store_folder(spec: StoreSpec, recorded_kind: str | None, *, create: bo
     kinds = store_kinds(path)
     if spec.kind not in kinds and other in kinds:
         raise IngestError(f"--vector-store: {path} holds a {other} store, not a {spec.kind} one: use {other}:{path}")
+    if spec.kind == "qdrant" and (path / "meta.json").exists():
+        _qdrant_collections(spec)  # before the client parses it
     if create:
         return
     marker = path / _MARKERS[spec.kind]
@@ -81,18 +86,27 @@ def check_store_folder(spec: StoreSpec, recorded_kind: str | None, *, create: bo
         _check_qdrant_files(spec)
 
 
+def _qdrant_collections(spec: StoreSpec) -> dict[str, Any]:
+    """The collections of a Qdrant store's ``meta.json``, read by the bounded reader (a regular file of at most
+    :data:`_META_MAX_BYTES`, nested at most 64 levels, an object whose ``collections`` is an object of objects)."""
+    meta_path = spec.path / "meta.json"
+    try:
+        meta = read_json(meta_path, expect=dict, max_bytes=_META_MAX_BYTES)
+    except (OSError, PersistedFileError) as exc:
+        problem = exc.problem if isinstance(exc, PersistedFileError) else f"cannot be read ({exc})"
+        raise IngestError(f"the qdrant store {spec.path} is damaged: its meta.json {problem}; restore it from a "
+                          "copy, or delete the folder and ingest again to rebuild it") from None
+    collections = meta.get("collections")
+    if not isinstance(collections, dict) or not all(isinstance(c, dict) for c in collections.values()):
+        raise IngestError(f"the qdrant store {spec.path} is damaged: its meta.json lists no collections; "
+                          "delete the folder and ingest again to rebuild it")
+    return collections
+
+
 def _check_qdrant_files(spec: StoreSpec) -> None:
     """Qdrant's local client creates the storage of every collection its ``meta.json`` lists when it is missing:
     for ``query``, each must be there already."""
-    try:
-        meta = json.loads((spec.path / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise _store_error(spec, exc, "opened") from None
-    collections = meta.get("collections") if isinstance(meta, dict) else None
-    if not isinstance(collections, dict):
-        raise IngestError(f"the qdrant store {spec.path} is damaged: its meta.json lists no collections; "
-                          "delete the folder and ingest again to rebuild it")
-    for name in collections:
+    for name in _qdrant_collections(spec):
         storage = spec.path / "collection" / str(name) / "storage.sqlite"
         if not storage.is_file() or storage.stat().st_size == 0:
             raise IngestError(f"the qdrant store {spec.path} is damaged: collection {name!r} has no "
@@ -163,6 +177,7 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
     errors = store_errors(spec.kind)
     open_errors: tuple[type[BaseException], ...] = (*errors, ValueError, OSError)
     if spec.kind == "chroma":
+        check_chroma_index(spec, collection)  # before hnswlib reads a damaged index (or finds none)
         chromadb = require_extra("chromadb", "vectorstores", what)
         chroma = require_extra("llama_index.vector_stores.chroma", "vectorstores", what)
         try:
@@ -203,6 +218,8 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         return
     qdrant_client = require_extra("qdrant_client", "vectorstores", what)
     qdrant = require_extra("llama_index.vector_stores.qdrant", "vectorstores", what)
+    if (spec.path / "meta.json").is_file():  # every row a plain point before the client unpickles them
+        check_qdrant_points(spec, [str(name) for name in _qdrant_collections(spec)])
     try:
         qclient = qdrant_client.QdrantClient(path=str(spec.path))
     except RuntimeError as exc:  # "Storage folder ... is already accessed by another instance of Qdrant client"

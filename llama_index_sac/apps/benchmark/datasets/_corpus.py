@@ -12,8 +12,12 @@ Nothing outside the corpus is ever opened:
   one member has an absolute name, a ``..`` component, a name that is not valid UTF-8, is a symbolic or hard link or
   a device/FIFO, declares more than :data:`MAX_MEMBER_BYTES` (256 MiB), or if two file members name the same path;
   a truncated, corrupt or non-tar file is one error naming the archive and what is wrong (``tarfile.ReadError``,
-  ``lzma.LZMAError``, ``EOFError``... never leak). The compressed stream is read to its end, so that its integrity
-  check (xz CRC) is verified even when the damage lies after the last member.
+  ``lzma.LZMAError``, ``EOFError``... never leak). Expansion is bounded in total, not only per member: the archive
+  is refused as soon as its members (headers, data and padding, whether read or skipped: skipping decompresses too)
+  reach past :data:`MAX_TOTAL_BYTES` (1 GiB) of decompressed tar stream. After the tar end marker the compressed
+  stream is read on to its end, so that its integrity check (xz CRC) is verified even when the damage lies after the
+  last member, but at most :data:`MAX_TAIL_BYTES` (1 MiB: tar pads its end to a record) of it: more is refused
+  without decompressing it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from pathlib import Path, PurePosixPath
 
 __all__ = [
     "MAX_MEMBER_BYTES",
+    "MAX_TAIL_BYTES",
+    "MAX_TOTAL_BYTES",
     "LegalBenchRAGError",
     "LegalBenchRAGLayout",
     "corpus_path_problem",
@@ -38,6 +44,10 @@ __all__ = [
 _MAX_REPORTED = 25
 #: Largest archive member accepted, in bytes (its header's size): a larger one is refused (decompression bomb).
 MAX_MEMBER_BYTES = 256 * 1024 * 1024
+#: Largest decompressed tar stream accepted, in bytes, all members together (LegalBench-RAG's corpus is about 80 MB).
+MAX_TOTAL_BYTES = 1024 * 1024 * 1024
+#: Most decompressed bytes accepted after the tar end marker (tar pads the archive to a record of 10 KiB by default).
+MAX_TAIL_BYTES = 1024 * 1024
 
 
 class LegalBenchRAGError(ValueError):
@@ -266,6 +276,10 @@ class LegalBenchRAGLayout:
                     problem = _member_problem(member)
                     if problem is not None:
                         raise LegalBenchRAGError([f"{archive}: unsafe member {short_repr(member.name)}: {problem}"])
+                    if member.offset_data + member.size > MAX_TOTAL_BYTES:
+                        raise LegalBenchRAGError([f"{archive}: its members expand to more than {MAX_TOTAL_BYTES:,} "
+                                                  f"bytes in all (at {short_repr(member.name)}): refused as a "
+                                                  "decompression bomb"])
                     rel = _archive_rel(member)
                     if rel is None or not member.isfile():
                         continue
@@ -277,9 +291,14 @@ class LegalBenchRAGLayout:
                         handle = tar.extractfile(member)
                         assert handle is not None  # a regular file member
                         texts[rel] = _decode(handle.read(), f"{archive}:{member.name}")
-                # read the compressed stream to its end: its integrity check (xz CRC) comes after the last member
-                while tar.fileobj is not None and tar.fileobj.read(1 << 20):
-                    pass
+                # read the compressed stream to its end: its integrity check (xz CRC) comes after the last member;
+                # but no more than the padding of a tar archive
+                tail = 0
+                while tar.fileobj is not None and (chunk := tar.fileobj.read(1 << 16)):
+                    tail += len(chunk)
+                    if tail > MAX_TAIL_BYTES:
+                        raise LegalBenchRAGError([f"{archive}: more than {MAX_TAIL_BYTES:,} bytes follow the end of "
+                                                  "the tar archive: refused (appended data or padding)"])
         except (tarfile.TarError, lzma.LZMAError, EOFError, zlib.error, OSError) as exc:
             raise _archive_error(archive, exc) from None
         return files, texts
