@@ -252,15 +252,16 @@ def _file_metadata(path: Path) -> dict[str, Any]:
     return meta
 
 
-def read_file(path: Path, readers: dict[str, Any]) -> Document:
-    """The document of one file: id = its absolute path, text = the file's text (pages or parts a reader returns
-    separately are joined by a blank line: one summary per file), metadata = the stable file metadata.
+def read_file(path: Path, readers: dict[str, Any], doc_id: str | None = None) -> Document:
+    """The document of one file: id = ``doc_id`` (default its absolute path; also its ``file_path`` metadata), text
+    = the file's text (pages or parts a reader returns separately are joined by a blank line: one summary per file),
+    metadata = the stable file metadata.
 
     Raises:
         OSError, UnicodeDecodeError, Exception: the file cannot be read (missing target, not UTF-8, a reader error).
     """
     suffix = path.suffix.lower()
-    meta = _file_metadata(path)
+    meta = {**_file_metadata(path), "file_path": doc_id or str(path)}
     if suffix in PLAIN_SUFFIXES:
         text = path.read_bytes().decode("utf-8")
     elif suffix in readers:
@@ -269,7 +270,7 @@ def read_file(path: Path, readers: dict[str, Any]) -> Document:
         text = "\n\n".join(part.text for part in parts)
     else:
         raise ValueError(f"{suffix} files need llama-index-readers-file (pip install llama-index-readers-file)")
-    return Document(id_=str(path), text=text, metadata=meta)
+    return Document(id_=doc_id or str(path), text=text, metadata=meta)
 
 
 def why_unreadable(exc: BaseException) -> str:
