@@ -83,8 +83,9 @@ def killed_run(docs: Path, spec: str, sig: int, after: int) -> tuple[list[str], 
     return committed(journal), child.returncode
 
 
-@pytest.mark.parametrize(("kind", "sig"), [("chroma", signal.SIGKILL), ("qdrant", signal.SIGKILL),
-                                           ("chroma", signal.SIGINT)])
+@pytest.mark.parametrize(("kind", "sig"), [("chroma", signal.SIGKILL),
+                                           pytest.param("qdrant", signal.SIGKILL, marks=pytest.mark.slow),
+                                           pytest.param("qdrant", signal.SIGINT, marks=pytest.mark.slow)])
 def test_a_killed_run_loses_only_the_documents_in_flight(kind: str, sig: int, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     texts = write_contracts(docs, 24)
@@ -130,7 +131,7 @@ ingest([sys.argv[1]], sys.argv[2], IngestSettings(show_progress=False), embed_mo
 """
 
 
-@pytest.mark.parametrize("kind", ["chroma", "qdrant"])
+@pytest.mark.parametrize("kind", ["chroma", pytest.param("qdrant", marks=pytest.mark.slow)])
 def test_a_crash_between_new_rows_and_the_record_then_a_revert_is_repaired(kind: str, tmp_path: Path) -> None:
     """Hostile round 2, F6: a file is edited, the process dies (``os._exit``) after the edit's rows are written but
     before the record vouches for them, the edit is reverted. The record still holds the original hash, so the file
