@@ -151,7 +151,9 @@ def ls_command(
 ) -> None:
     """List the folder labels and the documents of a collection: id, chunks in the store, summary."""
     try:
-        listing = list_documents(vector_store, collection)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+            listing = list_documents(vector_store, collection)
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
