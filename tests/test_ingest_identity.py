@@ -180,3 +180,31 @@ def test_ls_and_rm(kind: str, tmp_path: Path) -> None:
     report = ingest([tmp_path / "a", tmp_path / "b"], spec, settings(), embed_model=embed)
     assert counts(report) == (3, 0, 2, 0) and same_rows(rows(spec), table)
     assert len(embed.texts_embedded) == per_doc(table)[first] + done.rows
+
+
+def test_cli_as_and_a_missing_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command itself (``--as`` once per PATH; exit status 1 and one warning line for a missing path), with the
+    counting embedding in place of the default model."""
+    from functools import partial
+
+    from llama_index_sac.apps.ingest import commands
+
+    monkeypatch.setattr(commands, "ingest", partial(ingest, embed_model=FakeEmbedding()))
+    write_contracts(tmp_path / "x" / "contracts", 2)
+    write_contracts(tmp_path / "y" / "contracts", 2)
+    spec = f"chroma:{tmp_path / 'store'}"
+    result = cli("ingest", str(tmp_path / "x" / "contracts"), str(tmp_path / "y" / "contracts"), "--as", "x",
+                 "--as", "y", "--vector-store", spec, "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "documents 4 new, 0 changed, 0 unchanged, 0 removed; " in result.stdout
+    assert {d.doc_id.split("/")[0] for d in list_documents(spec).documents} == {"x", "y"}
+    result = cli("ingest", str(tmp_path / "x" / "contracts"), "--as", "x", "--as", "z", "--vector-store", spec)
+    assert result.exit_code == 2 and result.stderr == "error: --as: 2 label(s) for 1 PATH(s): give one --as per PATH\n"
+    shutil.rmtree(tmp_path / "y")
+    result = cli("ingest", str(tmp_path / "x" / "contracts"), str(tmp_path / "y" / "contracts"), "--vector-store",
+                 spec, "--no-progress")
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (f"warning: {tmp_path / 'y' / 'contracts'}: no such folder or file (its documents are "
+                             "kept; llama-sac rm removes them)\n")
+    assert "documents 0 new, 0 changed, 2 unchanged, 0 removed, 1 missing path(s); 0 chunks" in result.stdout
+    assert len(list_documents(spec).documents) == 4
