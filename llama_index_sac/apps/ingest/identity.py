@@ -20,6 +20,7 @@ then identified by the deepest labelled folder that holds it, so two labels neve
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from collections.abc import Sequence
@@ -66,7 +67,8 @@ def check_label(label: str) -> str:
 def load_folders(record: IngestRecord) -> dict[str, Folder]:
     """The labelled folders of a collection (``folders.json``; ``{}`` before the first run)."""
     path = record.directory / "folders.json"
-    value = record._read_json(path)
+    reader: Any = record._read_json  # the record's own reader (bounded, where it takes the expected type)
+    value = reader(path, dict) if "expect" in inspect.signature(reader).parameters else reader(path)
     if value is None:
         return {}
     try:
