@@ -149,11 +149,12 @@ def test_any_ingest_options_build_the_steps_or_are_one_error_line(monkeypatch: p
     class Report:
         skipped: dict[str, str] = {}
         failed: dict[str, str] = {}
+        missing: list[str] = []
 
         def line(self) -> str:
             return "nothing"
 
-    def ingest(paths: list[str], store: str, settings: Any, log: Any = None) -> Report:
+    def ingest(paths: list[str], store: str, settings: Any, log: Any = None, labels: Any = None) -> Report:
         loaded.append(str(settings.embed_model))  # the real one loads the model here
         built.append(build_steps(settings, FakeEmbedding(), None))
         return Report()

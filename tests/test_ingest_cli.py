@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 from llama_index_sac import RecursiveCharacterNodeParser
 from llama_index_sac.apps.benchmark.datasets import synthetic_contracts
 from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec, find_files
+from llama_index_sac.apps.ingest.journal import Journal
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from llama_index_sac.apps.ingest.steps import settings_from_options
-from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 from llama_index_sac.summarizers import ExtractiveSummarizer
 from tests.conftest import FakeEmbedding
@@ -45,13 +45,14 @@ runner = CliRunner()
 
 # -- helpers -------------------------------------------------------------------------------------------------------
 def write_contracts(folder: Path, n: int = 8) -> dict[str, str]:
-    """The built-in contracts as .txt files in ``folder``; ``{absolute path: text}``."""
+    """The built-in contracts as .txt files in ``folder``; ``{document id: text}``, the id being the folder's name
+    and the file's (so ``folder.parent / id`` is the file)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = {}
     for doc_id, text in synthetic_contracts(n).documents.items():
         path = folder / Path(doc_id).name
         path.write_text(text, encoding="utf-8")
-        out[str(path)] = text
+        out[f"{folder.name}/{path.name}"] = text
     return out
 
 
@@ -122,7 +123,7 @@ def test_ingest_writes_sac_rows_and_query_reads_them(kind: str, tmp_path: Path) 
     assert (report.new, report.changed, report.unchanged, report.removed) == (8, 0, 0, 0)
     assert report.summaries == 8 and not report.skipped and not report.failed
     table = rows(spec)
-    assert set(per_doc(table)) == set(texts)  # one document per file, its id the absolute path
+    assert set(per_doc(table)) == set(texts)  # one document per file, its id the folder's name and its path in it
     assert report.chunks_written == len(table) == len(embed.texts_embedded) > 2 * len(texts)
     summarizer = ExtractiveSummarizer()  # the CLI's default: the shipped term table, a function of the document
     embedded = set()
@@ -160,8 +161,8 @@ def test_second_run_recomputes_only_the_changed_file_and_removes_the_deleted_one
     before = rows(spec)
     changed, deleted = sorted(texts)[1], sorted(texts)[4]
     new_text = texts[changed][: len(texts[changed]) // 2].rstrip() + "\n\nAMENDMENT. This Agreement ends in 2031."
-    Path(changed).write_text(new_text, encoding="utf-8")
-    os.remove(deleted)
+    (tmp_path / changed).write_text(new_text, encoding="utf-8")
+    os.remove(tmp_path / deleted)
 
     embed = FakeEmbedding()
     report = ingest([docs], spec, settings(), embed_model=embed)
@@ -198,12 +199,12 @@ def test_removal_is_limited_to_the_folders_given(tmp_path: Path) -> None:
     for path, text in list(first.items())[:2]:  # two more contracts under another folder
         target = second_dir / ("copy-" + Path(path).name)
         target.write_text(text + "\nSCHEDULE B.", encoding="utf-8")
-        second[str(target)] = text
+        second[f"b/{target.name}"] = text
     spec = f"chroma:{tmp_path / 'store'}"
     ingest([tmp_path / "a"], spec, settings(), embed_model=FakeEmbedding())
     ingest([second_dir], spec, settings(), embed_model=FakeEmbedding())
     assert set(per_doc(rows(spec))) == set(first) | set(second)
-    os.remove(next(iter(second)))
+    os.remove(tmp_path / next(iter(second)))
     report = ingest([tmp_path / "a"], spec, settings(), embed_model=FakeEmbedding())  # folder b not given
     assert report.removed == 0 and set(per_doc(rows(spec))) == set(first) | set(second)
     report = ingest([second_dir], spec, settings(), embed_model=FakeEmbedding())
@@ -229,9 +230,10 @@ def test_unreadable_files_are_reported_and_skipped(tmp_path: Path) -> None:
     assert set(per_doc(rows(spec))) == set(texts) and report.new == 4
 
     # a file that became unreadable keeps its rows (it was not deleted); nothing else changes
-    Path(sorted(texts)[0]).write_bytes(b"\xff\xfe broken")
+    (tmp_path / sorted(texts)[0]).write_bytes(b"\xff\xfe broken")
     report = ingest([docs], spec, settings(), embed_model=FakeEmbedding())
-    assert report.removed == 0 and sorted(texts)[0] in report.skipped and set(per_doc(rows(spec))) == set(texts)
+    assert report.removed == 0 and str(tmp_path / sorted(texts)[0]) in report.skipped
+    assert set(per_doc(rows(spec))) == set(texts)
 
 
 def test_nothing_readable_is_an_error_and_the_store_is_not_touched(tmp_path: Path) -> None:
@@ -270,35 +272,45 @@ class OtherEmbedding(FakeEmbedding):
         return "OtherEmbedding"
 
 
-def test_an_interrupted_round_is_repaired_by_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The process dies after a round's rows were written but before its docstore was saved (simulated by an
-    interrupt in the save): the next run deletes those rows first, so a file changed in between has no stale row."""
+def test_a_document_stopped_between_its_rows_and_its_record_is_written_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A changed file's new rows are written, then the run stops before the journal records them; the edit is
+    reverted. The docstore still holds the ORIGINAL text's hash, so the reverted file looks unchanged: the next run
+    must not trust it (the rows are the edit's), but delete its rows and write it again, and say so."""
     docs = tmp_path / "docs"
     texts = write_contracts(docs, 4)
     spec = f"qdrant:{tmp_path / 'store'}"
-    save = IngestRecord.save_docstore
+    ingest([docs], spec, settings(), embed_model=FakeEmbedding())
+    target = sorted(texts)[2]
+    edited = texts[target].replace("Agreement", "Contract")  # the same length class: the same number of chunks
+    assert edited != texts[target]
+    (tmp_path / target).write_text(edited, encoding="utf-8")
+    append = Journal.append
 
-    def dies_on_second_round(self: IngestRecord, docstore: Any, calls: list[int] = []) -> None:  # noqa: B006
-        calls.append(1)
-        if len(calls) == 2:
+    def stops_before_done(self: Journal, **entry: Any) -> None:
+        if entry.get("done") == target:
             raise KeyboardInterrupt
-        save(self, docstore)
+        append(self, **entry)
 
-    monkeypatch.setattr(IngestRecord, "save_docstore", dies_on_second_round)
+    monkeypatch.setattr(Journal, "append", stops_before_done)
     with pytest.raises(KeyboardInterrupt):
-        ingest([docs], spec, settings(batch_documents=2), embed_model=FakeEmbedding())
+        ingest([docs], spec, settings(), embed_model=FakeEmbedding())
     monkeypatch.undo()
-    record = IngestRecord(StoreSpec.parse(spec), COLLECTION)
-    pending = record.pending()
-    assert pending == sorted(texts)[2:] and set(per_doc(rows(spec))) == set(texts)  # rows written, not recorded
-    shortened = pending[0]
-    Path(shortened).write_text(texts[shortened][:700], encoding="utf-8")  # fewer chunks, different text
+    assert any("Contract" in (node_of(r).text or "") for r in rows(spec).values() if r.doc_id == target)
+    (tmp_path / target).write_text(texts[target], encoding="utf-8")  # the edit reverted
 
-    report = ingest([docs], spec, settings(batch_documents=2), embed_model=FakeEmbedding())
-    assert (report.new, report.unchanged) == (2, 2) and record.pending() == []
+    lines: list[str] = []
+    embed = FakeEmbedding()
+    report = ingest([docs], spec, settings(), embed_model=embed, log=lines.append)
+    assert report.redone == [target] and (report.new, report.changed, report.unchanged) == (1, 0, 3)
+    assert lines == [f"1 document(s) were being written when the last run stopped: their rows are deleted and they "
+                     f"are written again: {target}"]
+    assert "1 written again (interrupted, or rows missing)" in report.line()
+    assert len(embed.texts_embedded) == per_doc(rows(spec))[target] == report.chunks_written
     scratch = f"qdrant:{tmp_path / 'scratch'}"
     ingest([docs], scratch, settings(), embed_model=FakeEmbedding())
-    assert same_rows(rows(spec), rows(scratch))
+    assert same_rows(rows(spec), rows(scratch))  # no row of the edit is left
+    assert not (IngestRecord(StoreSpec.parse(spec), COLLECTION).directory / "journal.jsonl").exists()
 
 
 def test_failed_llm_summaries_are_reported_not_written_and_retried_by_the_next_run(tmp_path: Path) -> None:
@@ -317,8 +329,7 @@ def test_failed_llm_summaries_are_reported_not_written_and_retried_by_the_next_r
     lines: list[str] = []
     with OpenAIStandIn(responder=responder) as server:
         options = settings(summarizer=LLMSummarizerSettings(model="served-model", api_base=server.base))
-        with pytest.warns(SummaryFailureWarning, match="1 document"):
-            report = ingest([docs], spec, options, embed_model=FakeEmbedding(), log=lines.append)
+        report = ingest([docs], spec, options, embed_model=FakeEmbedding(), log=lines.append)
         assert list(report.failed) == [bad] and report.new == 3
         assert lines == [line for line in lines if line.startswith(f"no summary for {bad}: ")] and len(lines) == 1
         assert set(per_doc(rows(spec))) == set(texts) - {bad}  # never a chunk embedded without its summary

@@ -66,7 +66,7 @@ def test_ray_engine_writes_the_rows_of_the_local_engine(ray_cluster: None, tmp_p
 
     # an update on Ray: only the changed file is processed; the result equals the local engine's update
     changed = sorted(texts)[3]
-    Path(changed).write_text(texts[changed][:900] + "\n\nAMENDMENT. Term extended to 2032.", encoding="utf-8")
+    (tmp_path / changed).write_text(texts[changed][:900] + "\n\nAMENDMENT. Term extended to 2032.", encoding="utf-8")
     before = rows(on_ray)
     report = ingest([docs], on_ray, IngestSettings(engine="ray", workers=2, show_progress=False))
     assert (report.new, report.changed, report.unchanged, report.summaries) == (0, 1, 7, 1)

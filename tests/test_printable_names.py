@@ -40,7 +40,7 @@ def test_the_escapes_are_readable() -> None:
 
 def test_ingest_warnings_errors_and_query_hits_cannot_forge_lines(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_ingest(paths: Any, store: Any, settings: Any, log: Any) -> IngestReport:
+    def fake_ingest(paths: Any, store: Any, settings: Any, log: Any, labels: Any = None) -> IngestReport:
         log(f"skipped {HOSTILE}: not UTF-8")
         raise IngestError(f"nothing could be read (the store was not touched): {HOSTILE}: not UTF-8")
 

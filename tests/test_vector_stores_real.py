@@ -388,3 +388,41 @@ def test_docs_recipe_update_run_with_the_extractive_summarizer(kind: str, tmp_pa
     scratch["client"].close()
     assert summaries(incremental) == summaries(from_scratch)  # every document's summary, unchanged ones included
     assert_same_rows(kind, incremental, from_scratch)  # and so every row: vectors, metadata, text
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_docs_recipe_reads_a_folder_and_a_touched_file_is_not_embedded_again(kind: str, tmp_path: Path) -> None:
+    """The recipe's reader (step 0) and pipeline, run twice on a folder of contracts: the second run, after every
+    file was touched (new modification and access dates, same bytes), embeds nothing; after one file's text changed,
+    only that file's chunks."""
+    import os
+
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    for doc_id, text in synthetic_contracts(4).documents.items():
+        (folder / Path(doc_id).name).write_text(text, encoding="utf-8")
+
+    def script() -> dict[str, Any]:
+        namespace: dict[str, Any] = {"contracts_dir": str(folder), "embed_model": FakeEmbedding(),
+                                     "persist_dir": str(tmp_path / "store"), "pipeline_dir": str(tmp_path / "pl")}
+        run_recipe(f"store-{kind}", namespace)
+        run_recipe("read", namespace)
+        run_recipe("pipeline", namespace)
+        namespace["client"].close()
+        return namespace
+
+    first = script()
+    assert len(first["documents"]) == 4 and first["embed_model"].texts_embedded
+    assert not [k for d in first["documents"] for k in d.metadata if k.endswith("_date")]
+    later = 2_000_000_000  # 2033: dates that differ from the first run's whatever the clock says
+    for path in folder.iterdir():
+        os.utime(path, (later, later))
+    touched = script()
+    assert touched["embed_model"].texts_embedded == []  # 0 re-embedded
+    changed = sorted(folder.iterdir())[2]
+    changed.write_text(changed.read_text(encoding="utf-8") + "\n\nAMENDMENT 1. Fees rise by 3%.", encoding="utf-8")
+    edited = script()
+    text = changed.read_text(encoding="utf-8")
+    assert edited["embed_model"].texts_embedded and all(  # only the changed file's chunks: exact substrings of it
+        t.split("\n\n", 1)[1] in text for t in edited["embed_model"].texts_embedded)
+    assert {d.doc_id for d in edited["documents"]} == {d.doc_id for d in first["documents"]}

@@ -371,10 +371,12 @@ def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | N
 
 
 # `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in harness/ingest*.py)
-from llama_index_sac.apps.ingest.commands import ingest_command, query_command  # noqa: E402
+from llama_index_sac.apps.ingest.commands import ingest_command, ls_command, query_command, rm_command  # noqa: E402
 
 app.command("ingest")(ingest_command)
 app.command("query")(query_command)
+app.command("ls")(ls_command)
+app.command("rm")(rm_command)
 
 
 def main() -> None:

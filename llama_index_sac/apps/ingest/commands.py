@@ -1,14 +1,17 @@
-"""The ``llama-sac ingest`` and ``llama-sac query`` commands (registered in :mod:`..cli`); the work is
-:func:`~llama_index_sac.apps.ingest.run.ingest` and :func:`~llama_index_sac.apps.ingest.run.query`.
+"""The ``llama-sac ingest``, ``query``, ``ls`` and ``rm`` commands (registered in :mod:`..cli`); the work is
+:func:`~llama_index_sac.apps.ingest.run.ingest`, :func:`~llama_index_sac.apps.ingest.run.query`,
+:func:`~llama_index_sac.apps.ingest.manage.list_documents` and :func:`~llama_index_sac.apps.ingest.manage.remove`.
 
-Exit status: 0 when everything was done; 1 when the run completed but some files could not be read or some
-summaries failed (each is reported on stderr, the rest is written, the next run retries them); 2 on bad input or
+Exit status: 0 when everything was done; 1 when the run completed but some files could not be read, some paths
+given no longer exist or some summaries failed (each is reported on stderr, the rest is written, the next run retries
+them); 2 on bad input or
 an error (one ``error: ...`` line on stderr, no traceback; ``ingest`` has then written nothing, except after a failure
 inside the Ray engine or an interruption, which the next run repairs).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from pathlib import Path
@@ -18,12 +21,13 @@ import typer
 
 from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
+from llama_index_sac.apps.ingest.manage import list_documents, remove
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 
-__all__ = ["ingest_command", "query_command"]
+__all__ = ["ingest_command", "ls_command", "query_command", "rm_command"]
 
 _TEXT_CHARS = 300  # characters of a chunk shown by `query`
 ParserChoice = Literal["recursive", "semantic", "hybrid"]
@@ -60,6 +64,9 @@ def ingest_command(
     batch_documents: Annotated[int | None, field_option(IngestSettings, "batch_documents")] = None,
     progress: Annotated[bool, field_option(IngestSettings, "show_progress")
                         ] = field_default(IngestSettings, "show_progress"),
+    label: Annotated[list[str] | None, typer.Option(
+        "--as", help="Folder label of each PATH, one --as per PATH (default: the folder's recorded label, else its "
+        "name); documents are identified as LABEL/path-in-folder.", show_default=False)] = None,
 ) -> None:
     """Ingest folders or files into a vector store (SAC: every chunk embedded with its document's summary). A second
     run processes only new and changed files and removes the rows of files deleted from the folders given."""
@@ -72,7 +79,7 @@ def ingest_command(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode
-            report = ingest([str(p) for p in paths], vector_store, settings,
+            report = ingest([str(p) for p in paths], vector_store, settings, labels=label,
                             log=lambda line: typer.echo(f"warning: {printable(line)}", err=True))
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
@@ -81,7 +88,7 @@ def ingest_command(
     except KeyboardInterrupt:
         raise _fail("interrupted (the next run completes the store)") from None
     typer.echo(f"ingested into {printable(report.line())}")
-    if report.skipped or report.failed:
+    if report.skipped or report.failed or report.missing:
         raise typer.Exit(code=1)
 
 
@@ -121,3 +128,63 @@ def query_command(
         typer.echo(f"{rank}. score {score}  {printable(hit.doc_id)}  characters {hit.start}-{hit.end}")
         typer.echo(f"   summary: {printable(hit.summary) if hit.summary is not None else '(none)'}")
         typer.echo(f"   text: {printable(_shorten(hit.text, _TEXT_CHARS))}")
+
+
+def ls_command(
+    vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR, as ingested.",
+                                              show_default=False)],
+    collection: Annotated[str, typer.Option(help="Collection in the store.")] = _COLLECTION,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """List the folder labels and the documents of a collection: id, chunks in the store, summary."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+            listing = list_documents(vector_store, collection)
+    except (IngestError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    per_label: dict[str, int] = {}
+    for doc in listing.documents:
+        per_label[doc.doc_id.partition("/")[0]] = per_label.get(doc.doc_id.partition("/")[0], 0) + 1
+    if as_json:
+        typer.echo(json.dumps({
+            "folders": [{"label": label, "path": f.path, "exists": Path(f.path).is_dir(),
+                         "documents": per_label.get(label, 0)} for label, f in sorted(listing.folders.items())],
+            "documents": [{"id": d.doc_id, "path": d.path, "chunks": d.chunks, "recorded_chunks": d.recorded,
+                           "summary": d.summary, "interrupted": d.interrupted} for d in listing.documents],
+        }, ensure_ascii=False, indent=1))
+        return
+    typer.echo(f"folders ({len(listing.folders)}):")
+    for label, folder in sorted(listing.folders.items()):
+        gone = "" if Path(folder.path).is_dir() else ", folder missing"
+        typer.echo(f"  {printable(label)}  {printable(folder.path)}  ({per_label.get(label, 0)} documents{gone})")
+    chunks = sum(d.chunks for d in listing.documents)
+    typer.echo(f"documents ({len(listing.documents)}, {chunks} chunks):")
+    for doc in listing.documents:
+        note = "  (interrupted: written again by the next ingest)" if doc.interrupted else ""
+        summary = _shorten(doc.summary, 100) if doc.summary is not None else "(no summary)"
+        typer.echo(f"  {printable(doc.doc_id)}  {doc.chunks} chunks  {printable(summary)}{note}")
+
+
+def rm_command(
+    targets: Annotated[list[str], typer.Argument(help="Document ids or folder labels (see llama-sac ls); a folder "
+                                                 "inside a label (LABEL/sub) removes the documents under it.",
+                                                 show_default=False)],
+    vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR, as ingested.",
+                                              show_default=False)],
+    collection: Annotated[str, typer.Option(help="Collection in the store.")] = _COLLECTION,
+) -> None:
+    """Remove documents, or all the documents of a folder label, from a collection: rows, docstore and record."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+            done = remove(targets, vector_store, collection)
+    except (IngestError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    labels = f"; folder label(s) dropped: {printable(', '.join(done.labels))}" if done.labels else ""
+    typer.echo(f"removed {len(done.documents)} document(s) ({done.rows} rows) from {vector_store} (collection "
+               f"{collection}){labels}")

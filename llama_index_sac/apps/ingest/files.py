@@ -2,17 +2,18 @@
 
 * :func:`find_files` / :func:`read_file`: folders and files in, LlamaIndex ``Document``s out (``.txt``/``.md`` as
   strict UTF-8; ``.pdf``/``.docx`` through ``SimpleDirectoryReader``'s readers when ``llama-index-readers-file`` is
-  installed); one document per file, its id the absolute path, its metadata the stable part of LlamaIndex's file
-  metadata.
+  installed); one document per file, its id given by the caller (``ingest``: the folder label and the path inside the
+  folder, :mod:`~llama_index_sac.apps.ingest.identity`), its metadata the stable part of LlamaIndex's file metadata.
 * :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded) or ``qdrant:DIR`` (``QdrantClient``
   local mode); opened by :mod:`~llama_index_sac.apps.ingest.store`.
 * :class:`IngestRecord`: ``DIR/.llama-sac-docstore/<collection>/`` holds what the next run needs: ``docstore.json``
   (LlamaIndex's ``SimpleDocumentStore``: one hash per document, no texts), ``settings.json`` (the settings the
   collection was built with: parser, summary and embedding model, and the kind of store, ``chroma`` or ``qdrant``),
-  ``rows.json`` (the rows written for each document, to check that the store still holds them) and, while a round of
-  writes is under way, ``pending.json`` (the ids of the new documents being written: if the run dies before the
-  docstore is saved, the next run deletes their rows before anything else, so no row is left that the docstore does
-  not know). Records written before ``rows.json`` and the store kind existed are read as they are.
+  ``rows.json`` (the rows written for each document, to check that the store still holds them); beside them
+  ``folders.json`` (:mod:`~llama_index_sac.apps.ingest.identity`) and ``journal.jsonl`` (the documents committed
+  since, :mod:`~llama_index_sac.apps.ingest.journal`). ``pending.json`` (new documents of an unfinished round) is
+  only read, from records of earlier versions. Records written before ``rows.json`` and the store kind existed are
+  read as they are.
 """
 
 from __future__ import annotations
@@ -299,15 +300,16 @@ def _file_metadata(path: Path) -> dict[str, Any]:
     return meta
 
 
-def read_file(path: Path, readers: dict[str, Any]) -> Document:
-    """The document of one file: id = its absolute path, text = the file's text (pages or parts a reader returns
-    separately are joined by a blank line: one summary per file), metadata = the stable file metadata.
+def read_file(path: Path, readers: dict[str, Any], doc_id: str | None = None) -> Document:
+    """The document of one file: id = ``doc_id`` (default its absolute path; also its ``file_path`` metadata), text
+    = the file's text (pages or parts a reader returns separately are joined by a blank line: one summary per file),
+    metadata = the stable file metadata.
 
     Raises:
         OSError, UnicodeDecodeError, Exception: the file cannot be read (missing target, not UTF-8, a reader error).
     """
     suffix = path.suffix.lower()
-    meta = _file_metadata(path)
+    meta = {**_file_metadata(path), "file_path": doc_id or str(path)}
     if suffix in PLAIN_SUFFIXES:
         text = path.read_bytes().decode("utf-8")
     elif suffix in readers:
@@ -316,7 +318,7 @@ def read_file(path: Path, readers: dict[str, Any]) -> Document:
         text = "\n\n".join(part.text for part in parts)
     else:
         raise ValueError(f"{suffix} files need llama-index-readers-file (pip install llama-index-readers-file)")
-    return Document(id_=str(path), text=text, metadata=meta)
+    return Document(id_=doc_id or str(path), text=text, metadata=meta)
 
 
 def why_unreadable(exc: BaseException) -> str:

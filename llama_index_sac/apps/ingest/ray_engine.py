@@ -151,7 +151,7 @@ class _StageActor:
         nodes: Sequence[BaseNode] = inputs
         for step in self.steps:
             nodes = step(nodes)
-        if self.document_stage:  # new rows: the chunks of the batch's documents, in parser order
+        if self.document_stage:  # new rows: the chunks of the batch's documents, in parser order, and their number
             counters: dict[int, int] = {}
             out = []
             for node in nodes:
@@ -159,11 +159,13 @@ class _StageActor:
                 seq = counters.get(doc_order, 0)
                 counters[doc_order] = seq + 1
                 out.append({"node": json.dumps(doc_to_json(node)), "order": doc_order, "seq": seq})
+            for item in out:
+                item["count"] = counters[item["order"]]
         else:  # the same rows, embedded
-            out = [{"node": json.dumps(doc_to_json(node)), "order": row["order"], "seq": row["seq"]}
-                   for node, row in zip(nodes, rows)]
+            out = [{"node": json.dumps(doc_to_json(node)), "order": row["order"], "seq": row["seq"],
+                    "count": row["count"]} for node, row in zip(nodes, rows)]
         return pa.Table.from_pylist(out, schema=pa.schema([("node", pa.string()), ("order", pa.int64()),
-                                                           ("seq", pa.int64())]))
+                                                           ("seq", pa.int64()), ("count", pa.int64())]))
 
 
 class ParseAndSummarize(_StageActor):
@@ -200,15 +202,23 @@ class RayStages(TransformComponent):
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         """Run both stages on the documents ``nodes``; returns their embedded chunks in input order."""
+        done = dict(self.stream(nodes, **kwargs))
+        return [node for i in range(len(nodes)) for node in done.get(i, [])]
+
+    def stream(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Iterator[tuple[int, list[BaseNode]]]:
+        """Run both stages on the documents ``nodes``; yields ``(index of the document in nodes, its embedded
+        chunks in parser order)`` for each document as soon as all of its chunks are embedded (in the order they
+        finish). A document that gives no chunk is not yielded."""
         if not nodes:
-            return []
+            return
         import ray.data
 
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = bool(kwargs.get("show_progress", self.show_progress))
         context.print_on_execution_start = False
         context.enable_auto_log_stats = False
-        items = [{"node": json.dumps(doc_to_json(node)), "order": i, "seq": 0} for i, node in enumerate(nodes)]
+        items = [{"node": json.dumps(doc_to_json(node)), "order": i, "seq": 0, "count": 0}
+                 for i, node in enumerate(nodes)]
         dataset: Any = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * self.workers)))
         pool: dict[str, Any] = {
             "compute": ray.data.ActorPoolStrategy(min_size=1, max_size=self.workers), "num_cpus": 1,
@@ -218,5 +228,10 @@ class RayStages(TransformComponent):
                                       batch_size=self.documents_per_batch, **pool)
         dataset = dataset.map_batches(Embed, fn_constructor_args=(self.embed,), batch_size=self.nodes_per_batch,
                                       **pool)
-        rows = sorted(dataset.take_all(), key=lambda row: (row["order"], row["seq"]))
-        return [json_to_doc(json.loads(row["node"])) for row in rows]
+        pending: dict[int, list[tuple[int, str]]] = {}
+        for row in dataset.iter_rows():  # streaming: rows come as the stages finish them
+            chunks = pending.setdefault(row["order"], [])
+            chunks.append((row["seq"], row["node"]))
+            if len(chunks) == row["count"]:
+                del pending[row["order"]]
+                yield row["order"], [json_to_doc(json.loads(text)) for _, text in sorted(chunks)]

@@ -136,18 +136,22 @@ def _store_error(spec: StoreSpec, exc: BaseException, doing: str) -> IngestError
 @dataclass
 class OpenedStore:
     """An open collection: its LlamaIndex vector store, its number of rows on opening, a counter of its rows now,
-    and a reader of its rows per document (``{ref_doc_id: rows}``, every row read once)."""
+    and a reader of its rows per document (``{ref_doc_id: rows}``, every row read once; given a dict, it also
+    fills it with each document's summary, ``document_summary``)."""
 
     vector_store: BasePydanticVectorStore
     rows: int
     count_rows: Callable[[], int]
-    document_rows: Callable[[], Counter[str]]
+    document_rows: Callable[..., Counter[str]]
 
 
-def _count(metadatas: Any, counts: Counter[str]) -> int:
+def _count(metadatas: Any, counts: Counter[str], summaries: dict[str, str] | None = None) -> int:
     for meta in metadatas or []:
         meta = meta or {}
-        counts[str(meta.get("ref_doc_id") or meta.get("doc_id") or "")] += 1
+        doc_id = str(meta.get("ref_doc_id") or meta.get("doc_id") or "")
+        counts[doc_id] += 1
+        if summaries is not None and isinstance(meta.get("document_summary"), str):
+            summaries.setdefault(doc_id, meta["document_summary"])
     return len(metadatas or [])
 
 
@@ -202,11 +206,11 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
             def chroma_count() -> int:
                 return int(found.count())
 
-            def chroma_rows() -> Counter[str]:
+            def chroma_rows(summaries: dict[str, str] | None = None) -> Counter[str]:
                 counts: Counter[str] = Counter()
                 for page in range(chroma_count() // _PAGE + 2):  # bounded: the rows now, and one more page
                     got = found.get(include=["metadatas"], limit=_PAGE, offset=page * _PAGE)
-                    if _count(got["metadatas"], counts) < _PAGE:
+                    if _count(got["metadatas"], counts, summaries) < _PAGE:
                         break
                 return counts
 
@@ -234,15 +238,16 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         def qdrant_count() -> int:
             return int(qclient.count(collection).count) if qclient.collection_exists(collection) else 0
 
-        def qdrant_rows() -> Counter[str]:
+        def qdrant_rows(summaries: dict[str, str] | None = None) -> Counter[str]:
             counts: Counter[str] = Counter()
             offset = None
             for _ in range(qdrant_count() // _PAGE + 2):  # bounded: the rows now, and one more page
                 if not qclient.collection_exists(collection):
                     break
                 points, offset = qclient.scroll(collection, limit=_PAGE, offset=offset,
-                                                with_payload=["ref_doc_id", "doc_id"], with_vectors=False)
-                _count([p.payload for p in points], counts)
+                                                with_payload=["ref_doc_id", "doc_id", "document_summary"],
+                                                with_vectors=False)
+                _count([p.payload for p in points], counts, summaries)
                 if offset is None:
                     break
             return counts

@@ -1,0 +1,140 @@
+"""``llama-sac ls`` and ``llama-sac rm``: the documents of a collection written by ``llama-sac ingest``.
+
+:func:`list_documents` reads the ingest record (docstore, row counts and journal, folder labels) and the store (the
+rows and the summary of each document) and returns both; nothing is written. :func:`remove` deletes documents, by
+id (``contracts/2024/acme-nda.txt``), by a folder inside a label (``contracts/2024``) or by a whole label
+(``contracts``): their rows from the store, their entries from the docstore and the record, journaled like ``ingest``
+(:mod:`~llama_index_sac.apps.ingest.journal`) and under the same lock, so an interrupted ``rm`` is finished by the
+next ``ingest`` or ``rm``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
+from llama_index_sac.apps.ingest.identity import Folder, document_path, load_folders, save_folders
+from llama_index_sac.apps.ingest.journal import Journal, replay
+from llama_index_sac.apps.ingest.store import open_store
+
+__all__ = ["Listing", "ListedDocument", "Removal", "list_documents", "remove"]
+
+
+@dataclass(frozen=True)
+class ListedDocument:
+    """One document: its id, the path of its file now (``None``: an id of no recorded folder), its rows in the store
+    (``chunks``), the rows the record lists (``recorded``), its summary (``None``: no row holds one) and whether a
+    run stopped while writing it (it is written again by the next ``ingest``)."""
+
+    doc_id: str
+    path: str | None
+    chunks: int
+    recorded: int | None
+    summary: str | None
+    interrupted: bool = False
+
+
+@dataclass
+class Listing:
+    """What :func:`list_documents` found: the folder labels and the documents (sorted by id)."""
+
+    folders: dict[str, Folder] = field(default_factory=dict)
+    documents: list[ListedDocument] = field(default_factory=list)
+
+
+def _record(spec: StoreSpec, collection: str) -> IngestRecord:
+    record = IngestRecord(spec, collection)
+    if not record.exists():
+        raise IngestError(f"--collection: nothing was ingested into collection {collection!r} of {spec} (no "
+                          f"{record.settings_path})")
+    return record
+
+
+def list_documents(store: StoreSpec | str, collection: str = "llama-sac") -> Listing:
+    """The documents of ``collection`` with their rows and summaries (module docstring).
+
+    Raises:
+        IngestError: no ingest record for the collection, a record that cannot be read, or a store that is not of
+            that kind or cannot be read (see :func:`~llama_index_sac.apps.ingest.store.open_store`).
+    """
+    spec = store if isinstance(store, StoreSpec) else StoreSpec.parse(store)
+    record = _record(spec, collection)
+    docstore, counts = record.load_docstore(), record.rows()
+    interrupted = set(replay(Journal(record).entries(), docstore, counts))
+    folders = load_folders(record)
+    summaries: dict[str, str] = {}
+    with open_store(spec, collection, create=False, empty_ok=True, recorded_kind=record.store_kind()) as opened:
+        rows = opened.document_rows(summaries)
+    ids = sorted(set(docstore.get_all_document_hashes().values()) | interrupted)
+    documents = []
+    for doc_id in ids:
+        path = document_path(doc_id, folders)
+        documents.append(ListedDocument(doc_id, str(path) if path is not None else None, rows.get(doc_id, 0),
+                                        counts.get(doc_id), summaries.get(doc_id), doc_id in interrupted))
+    return Listing(folders, documents)
+
+
+@dataclass
+class Removal:
+    """What :func:`remove` did: the documents removed, their rows deleted from the store, the labels dropped."""
+
+    documents: list[str] = field(default_factory=list)
+    rows: int = 0
+    labels: list[str] = field(default_factory=list)
+
+
+def remove(targets: Sequence[str], store: StoreSpec | str, collection: str = "llama-sac") -> Removal:
+    """Remove the documents ``targets`` name (module docstring); a label none of whose documents is left is dropped.
+
+    Raises:
+        IngestError: no target, a target that names no document and no label (then nothing is removed), no ingest
+            record, another ``ingest``/``rm`` writing the collection, or a store that cannot be opened or written.
+    """
+    if not targets:
+        raise IngestError("no TARGET given: name documents (see llama-sac ls) or folder labels to remove")
+    spec = store if isinstance(store, StoreSpec) else StoreSpec.parse(store)
+    record = _record(spec, collection)
+    journal = Journal(record)
+    out = Removal()
+    with record.lock(), open_store(spec, collection, create=False, empty_ok=True,
+                                   recorded_kind=record.store_kind()) as opened:
+        docstore, counts = record.load_docstore(), record.rows()
+        interrupted = replay(journal.entries(), docstore, counts)
+        folders = load_folders(record)
+        ids = sorted(set(docstore.get_all_document_hashes().values()) | set(interrupted))
+        chosen: dict[str, None] = {}
+        unknown = []
+        for target in targets:
+            key = target.strip().rstrip("/")
+            found = [d for d in ids if d == key or d.startswith(key + "/")]
+            if not found and key not in folders:
+                unknown.append(target)
+            chosen.update(dict.fromkeys(found))
+        if unknown:
+            raise IngestError(f"nothing removed: no document or folder label {', '.join(map(repr, unknown))} in "
+                              f"collection {collection!r} of {spec} (llama-sac ls lists them)")
+        before = opened.count_rows()
+        for doc_id in chosen:
+            journal.append(write=doc_id)
+            opened.vector_store.delete(doc_id)
+            docstore.delete_document(doc_id, raise_error=False)
+            docstore.delete_ref_doc(doc_id, raise_error=False)
+            counts.pop(doc_id, None)
+            journal.append(forget=doc_id)
+        out.documents = list(chosen)
+        out.rows = before - opened.count_rows()
+        left = set(ids) - set(chosen)
+        for target in targets:
+            key = target.strip().rstrip("/")
+            if key in folders and not any(d.startswith(key + "/") for d in left):
+                del folders[key]
+                out.labels.append(key)
+        save_folders(record, folders)
+        record.save_rows(counts)
+        record.save_docstore(docstore)
+        journal.clear()
+        for doc_id in interrupted:  # still to be written again by the next ingest
+            if doc_id not in chosen:
+                journal.append(write=doc_id)
+    return out
