@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from llama_index.core.bridge.pydantic import ValidationError
 
+from llama_index_sac.apps.ingest.pages import page_label
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.node_parser import RecursiveCharacterNodeParser
@@ -49,8 +50,8 @@ def _settings_error(exc: ValidationError) -> str:
 
 def ingest_command(
     paths: Annotated[list[Path], typer.Argument(
-        help="Folders (walked recursively) and files: .txt and .md (.pdf and .docx when llama-index-readers-file is "
-        "installed).", show_default=False)],
+        help="Folders (walked recursively) and files: .txt, .md, .pdf, .docx (the last two with the documents "
+        "extra).", show_default=False)],
     vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR (embedded, on disk; "
                                               "created if missing).", show_default=False)],
     collection: Annotated[str, typer.Option(help="Collection in the store.")] = _default("collection"),
@@ -69,6 +70,10 @@ def ingest_command(
                                                 "CPUs).")] = None,
     batch_documents: Annotated[int, typer.Option(help="Files per round (read, transform, write, save).")]
     = _default("batch_documents"),
+    max_file_bytes: Annotated[int, typer.Option(help="The most bytes of one file (and what a DOCX unpacks to); a "
+                                                "larger file is skipped and reported.")] = _default("max_file_bytes"),
+    max_pages: Annotated[int, typer.Option(help="The most pages of one PDF or DOCX; a longer one is skipped and "
+                                           "reported.")] = _default("max_pages"),
     progress: Annotated[bool, typer.Option(help="Progress bars on stderr.")] = True,
 ) -> None:
     """Ingest folders or files into a vector store (SAC: every chunk embedded with its document's summary). A second
@@ -78,7 +83,8 @@ def ingest_command(
         settings = IngestSettings.model_validate({
             "collection": collection, "engine": engine, "parser": parser, "chunk_size": chunk_size,
             "summarizer": summarizer, "llm": llm, "llm_api_base": llm_api_base, "embed_model": embed_model,
-            "workers": workers, "batch_documents": batch_documents, "show_progress": progress,
+            "workers": workers, "batch_documents": batch_documents, "max_file_bytes": max_file_bytes,
+            "max_pages": max_pages, "show_progress": progress,
         })
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
@@ -131,6 +137,7 @@ def query_command(
         typer.echo("no chunks in the collection")
     for rank, hit in enumerate(hits, 1):
         score = "?" if hit.score is None else f"{hit.score:.4f}"
-        typer.echo(f"{rank}. score {score}  {hit.doc_id}  characters {hit.start}-{hit.end}")
+        pages = "" if hit.pages is None else f", {page_label(*hit.pages)}"
+        typer.echo(f"{rank}. score {score}  {hit.doc_id}{pages}  characters {hit.start}-{hit.end}")
         typer.echo(f"   summary: {hit.summary if hit.summary is not None else '(none)'}")
         typer.echo(f"   text: {_shorten(hit.text, _TEXT_CHARS)}")

@@ -1,10 +1,11 @@
 """``llama-sac ingest`` and ``llama-sac query``: a user's own folders of contracts into a real vector store, and back.
 
-:func:`ingest` reads files (``.txt``/``.md`` as strict UTF-8; ``.pdf``/``.docx`` with LlamaIndex's
-``SimpleDirectoryReader`` readers when ``llama-index-readers-file`` is installed), one LlamaIndex ``Document`` per
-file with its absolute path as id (so ids are stable across runs), then runs a
-:class:`~llama_index_sac.ingestion.SACIngestionPipeline` (parser -> ``SummaryAugmentationTransformation``, one summary
-per whole document -> embedding model) into Chroma or Qdrant with a docstore beside the store
+:func:`ingest` reads files (``.txt``/``.md`` as strict UTF-8; ``.pdf``/``.docx`` page by page; regular files only,
+within ``max_file_bytes``/``max_pages``: :mod:`~llama_index_sac.apps.ingest.readers`), one LlamaIndex ``Document``
+per file with its absolute path as id (so ids are stable across runs), then runs a
+:class:`~llama_index_sac.ingestion.SACIngestionPipeline` (parser -> page numbers ->
+``SummaryAugmentationTransformation``, one summary per whole document -> embedding model) into Chroma or Qdrant
+with a docstore beside the store
 (:mod:`~llama_index_sac.apps.ingest.files`). A second run processes only new and changed files (the changed ones'
 rows are replaced), leaves every other row untouched, and removes the rows of files that disappeared from the folders
 given (``DocstoreStrategy.UPSERTS_AND_DELETE``, limited to those folders: files ingested from other paths stay).
@@ -40,16 +41,16 @@ from tqdm.auto import tqdm
 
 from llama_index_sac._util import require_extra
 from llama_index_sac.apps.ingest.files import (
-    PLAIN_SUFFIXES,
     IngestError,
     IngestRecord,
     StoreSpec,
+    Unreadable,
     find_files,
     read_file,
-    rich_readers,
     why_unreadable,
 )
 from llama_index_sac.apps.ingest.query import QueryHit, load_model, query
+from llama_index_sac.apps.ingest.readers import shown
 from llama_index_sac.apps.ingest.steps import IngestSettings, build_steps, differences, embed_steps, fingerprint
 from llama_index_sac.apps.ingest.store import RowCheck, check_rows, check_store_folder, open_store, store_errors
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
@@ -124,8 +125,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
         except ImportError as exc:
             raise IngestError(str(exc)) from None
     say = log or (lambda _line: None)
-    readers = rich_readers()
-    files, folders = find_files(paths, PLAIN_SUFFIXES + tuple(readers))
+    files, folders = find_files(paths)
     record = IngestRecord(spec, settings.collection)
     recorded = record.settings()
     check_store_folder(spec, record.store_kind(), create=True)
@@ -142,6 +142,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
                           + ". Ingest into a new --vector-store or --collection, or delete the store to rebuild it")
     report = IngestReport(store=str(spec), collection=settings.collection, engine=settings.engine)
     seen: set[str] = set()
+    forget: set[str] = set()  # documents not read whose rows go (a broken link, a link not followed, a vanished file)
     held: list[str] = []  # unreadable files before the store is opened: said then (if nothing is, the error says it)
     rounds = range(0, len(files), settings.batch_documents)
     with ExitStack() as stack:
@@ -152,10 +153,12 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             for path in tqdm(files[first: first + settings.batch_documents], desc=desc, unit="file",
                              disable=not settings.show_progress):
                 try:
-                    documents.append(read_file(path, readers))
+                    documents.append(read_file(path, settings.max_file_bytes, settings.max_pages, folders))
                 except Exception as exc:  # noqa: BLE001 - any reader error: reported per file, the file skipped
-                    report.skipped[str(path)] = why_unreadable(exc)
-                    (held.append if run is None else say)(f"skipped {path}: {why_unreadable(exc)}")
+                    if isinstance(exc, Unreadable) and exc.forget:
+                        forget.add(str(path))
+                    report.skipped[shown(path)] = why_unreadable(exc)
+                    (held.append if run is None else say)(f"skipped {shown(path)}: {why_unreadable(exc)}")
             if not documents:
                 continue
             if run is None:  # the first readable round: now the store is opened (and created)
@@ -167,7 +170,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
         if run is None:
             raise IngestError("nothing could be read (the store was not touched): "
                               + "; ".join(f"{p}: {why}" for p, why in report.skipped.items()))
-        run.remove_vanished(folders, seen)
+        run.remove_vanished(folders, seen, forget)
     if report.empty:
         say(f"no chunk from {len(report.empty)} file(s) without text (empty or whitespace only; recorded, nothing "
             f"written): {', '.join(report.empty)}")
@@ -217,7 +220,7 @@ def _open(stack: ExitStack, spec: StoreSpec, record: IngestRecord, settings: Ing
     pipeline = SACIngestionPipeline(transformations=transformations, vector_store=opened.vector_store,
                                     docstore=docstore, docstore_strategy=DocstoreStrategy.UPSERTS, disable_cache=True,
                                     documents=None, readers=None)
-    return _Run(pipeline, steps[1], record, report, settings, say, counts, check, store_errors(spec.kind))
+    return _Run(pipeline, steps[-1], record, report, settings, say, counts, check, store_errors(spec.kind))
 
 
 class _WithProgress(TransformComponent):
@@ -303,12 +306,14 @@ class _Run:
         docstore.delete_ref_doc(doc_id, raise_error=False)
         self.counts.pop(doc_id, None)
 
-    def remove_vanished(self, folders: Sequence[Path], seen: set[str]) -> None:
-        """Delete the documents of the given folders whose files no longer exist (rows and docstore entries)."""
+    def remove_vanished(self, folders: Sequence[Path], seen: set[str], forget: set[str]) -> None:
+        """Delete the documents of the given folders whose files no longer exist (a link whose target was deleted
+        included), and those of ``forget`` (rows and docstore entries)."""
         docstore = self.pipeline.docstore
         assert docstore is not None
         gone = sorted(doc_id for doc_id in set(docstore.get_all_document_hashes().values())
-                      if doc_id not in seen and _in_scope(doc_id, folders) and not os.path.lexists(doc_id))
+                      if doc_id not in seen and (doc_id in forget or (_in_scope(doc_id, folders)
+                                                                      and not os.path.exists(doc_id))))
         for doc_id in gone:
             self._forget(doc_id, delete_rows=True)
         self.report.removed += len(gone)

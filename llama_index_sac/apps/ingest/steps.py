@@ -1,7 +1,8 @@
-"""The options of ``llama-sac ingest`` (:class:`IngestSettings`) and what they build: the parser and
-``SummaryAugmentationTransformation`` of a run (:func:`build_steps`, the same in this process and in every Ray worker),
-and the fingerprint of the settings that decide a collection's rows (:func:`fingerprint`, recorded in the ingest
-record's ``settings.json``; another run with other settings is refused with :func:`differences`).
+"""The options of ``llama-sac ingest`` (:class:`IngestSettings`) and what they build: the parser, the page numbers of
+paged documents and ``SummaryAugmentationTransformation`` of a run (:func:`build_steps`, the same in this process and
+in every Ray worker), and the fingerprint of the settings that decide a collection's rows (:func:`fingerprint`,
+recorded in the ingest record's ``settings.json``; another run with other settings is refused with
+:func:`differences`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from llama_index_sac.apps.benchmark.factories import (
     load_embedding_model,
     model_identity,
 )
-from llama_index_sac.apps.ingest.files import check_collection
+from llama_index_sac.apps.ingest.files import MAX_FILE_BYTES, MAX_PAGES, check_collection
+from llama_index_sac.apps.ingest.pages import PageNumbers
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.summarizers import BaseSummarizer, ExtractiveSummarizer
 
@@ -54,6 +56,10 @@ class IngestSettings(BaseModel):
     workers: int | None = Field(default=None, ge=1, description="--engine ray: maximum Ray actors per stage "
                                 "(None: the cluster's CPUs).")
     batch_documents: int = Field(default=1000, ge=1, description="Files per round (read, transform, write, save).")
+    max_file_bytes: int = Field(default=MAX_FILE_BYTES, ge=1, description="The most bytes of one file (and what a "
+                                "DOCX unpacks to); a larger file is skipped and reported.")
+    max_pages: int = Field(default=MAX_PAGES, ge=1, description="The most pages of one PDF or DOCX; a longer one is "
+                           "skipped and reported.")
     show_progress: bool = Field(default=True, description="Progress bars (stderr).")
 
     @model_validator(mode="after")
@@ -80,8 +86,8 @@ def _summarizer(settings: IngestSettings) -> BaseSummarizer:
 
 def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
                 cache_dir: str | None) -> list[TransformComponent]:
-    """``[parser, SummaryAugmentationTransformation]`` of ``settings``: the same in this process and in every Ray
-    worker. ``embed`` (semantic and hybrid parsers only) is loaded from ``settings`` when ``None``."""
+    """``[parser, PageNumbers, SummaryAugmentationTransformation]`` of ``settings``: the same in this process and in
+    every Ray worker. ``embed`` (semantic and hybrid parsers only) is loaded from ``settings`` when ``None``."""
     parser_settings = settings_class("parser", settings.parser)
     assert parser_settings is not None
     options = {"chunk_size": settings.chunk_size} if settings.chunk_size is not None else {}
@@ -90,7 +96,7 @@ def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
     parser = build_parser(parser_settings(**options), embed)  # type: ignore[arg-type]
     augmentation = SummaryAugmentationTransformation(summarizer=_summarizer(settings), on_error="skip",
                                                      cache_dir=cache_dir if settings.summarizer == "llm" else None)
-    return [parser, augmentation]
+    return [parser, PageNumbers(), augmentation]
 
 
 def embed_steps(settings: IngestSettings, embed: BaseEmbedding | None) -> list[BaseEmbedding]:
@@ -105,8 +111,9 @@ def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
 
 
 def fingerprint(steps: Sequence[TransformComponent], embed: BaseEmbedding) -> dict[str, Any]:
-    """The settings that decide a collection's rows: the parser's, the summary's and the embedding model's."""
-    parser, augmentation = steps
+    """The settings that decide a collection's rows: the parser's, the summary's and the embedding model's (``steps``
+    as :func:`build_steps` makes them)."""
+    parser, augmentation = steps[0], steps[-1]
     unstable = frozenset({"embed_model", "show_progress", "num_workers", "on_error", "failure_epoch", "summarizer",
                           "callback_manager"})
     value = {"parser": _drop_keys(parser.to_dict(), unstable), "summary": _drop_keys(augmentation.to_dict(), unstable),
