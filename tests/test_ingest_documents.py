@@ -209,6 +209,8 @@ def test_docx_explicit_breaks_rendered_breaks_and_no_breaks(tmp_path: Path) -> N
     assert document.text == "One.\n\nTwo.\n\nThree."
     assert document.metadata[PAGE_TABLE_KEY] == [0, 12, 12]
 
+    path.write_bytes(docx_bytes(three_page_docx))
+    assert unreadable(path, max_pages=2) == "3 pages, over the limit of 2 (--max-pages)"
     path.write_bytes(docx_bytes(lambda d: d.add_paragraph("One page, no break.")))
     document = read_file(path)
     assert document.text == "One page, no break." and PAGE_TABLE_KEY not in document.metadata  # pages unknown
@@ -379,6 +381,10 @@ def test_folder_of_good_and_bad_files_into_chroma(contract_pdf: bytes, tmp_path:
         where = f"p. {first}" if first == last else f"pp. {first}-{last}"
         assert f"  {hit.doc_id}, {where}  characters {hit.start}-{hit.end}\n" in result.output
 
+    again = ingest([docs], f"chroma:{store}", settings(max_pages=30, max_file_bytes=1_000_000),
+                   embed_model=FakeEmbedding())
+    assert (again.unchanged, again.new, again.changed, again.chunks_written) == (5, 0, 0, 0)  # stable page tables
+
     # second run: a stored PDF becomes damaged (its rows stay), a link target is deleted and a file vanishes
     # between listing and reading (their rows go), the rest unchanged
     rows_before = Counter(m["ref_doc_id"] for m in table.values())
@@ -405,6 +411,31 @@ def test_folder_of_good_and_bad_files_into_chroma(contract_pdf: bytes, tmp_path:
     after = Counter(m["ref_doc_id"] for m in chroma_rows(store).values())
     kept = [str(docs / "contract.pdf"), str(docs / "keep.txt")]  # the damaged PDF keeps its rows: nothing is lost
     assert after == {doc_id: rows_before[doc_id] for doc_id in kept}
+
+
+def test_moved_page_break_is_a_change(tmp_path: Path) -> None:
+    docs, spec = tmp_path / "docs", f"chroma:{tmp_path / 'store'}"
+    docs.mkdir()
+    path = docs / "terms.docx"
+    path.write_bytes(docx_bytes(three_page_docx))
+    ingest([docs], spec, settings(chunk_size=50), embed_model=FakeEmbedding())
+
+    def moved(document: Any) -> None:  # the same text, the first break one paragraph earlier
+        document.add_paragraph("Clause 1. Alpha: payment within thirty days.")
+        document.add_page_break()
+        document.add_paragraph("Clause 2. Delivery at the buyer's site.")
+        document.add_paragraph("Clause 3. Beta: indemnity for negligence.")
+        document.add_page_break()
+        document.add_paragraph("Clause 4. Gamma: Delaware law governs.")
+
+    before = read_file(path)
+    path.write_bytes(docx_bytes(moved))
+    assert read_file(path).text == before.text
+    report = ingest([docs], spec, settings(chunk_size=50), embed_model=FakeEmbedding())
+    assert (report.changed, report.unchanged) == (1, 0)  # the page table is part of the document's hash
+    hits = query("clause", spec, k=10, embed_model=FakeEmbedding())
+    assert sorted((h.text[:8], h.pages) for h in hits) == [("Clause 1", (1, 1)), ("Clause 2", (2, 2)),
+                                                           ("Clause 3", (2, 2)), ("Clause 4", (3, 3))]
 
 
 def test_cli_names_what_a_path_is(tmp_path: Path) -> None:
