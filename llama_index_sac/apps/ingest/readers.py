@@ -28,7 +28,7 @@ from pathlib import Path
 
 __all__ = ["MAX_ZIP_MEMBERS", "Unreadable", "docx_text", "join_pages", "pdf_pages", "read_limited", "shown"]
 
-#: The most members a DOCX may have (a Word document has tens; images add one each).
+#: The most members a DOCX may have (its XML parts, plus one per embedded image or object).
 MAX_ZIP_MEMBERS = 10_000
 _PAGE_SEPARATOR = "\n\n"
 _STREAM_CHUNK = 1 << 20
