@@ -367,6 +367,10 @@ def test_folder_of_good_and_bad_files_into_chroma(contract_pdf: bytes, tmp_path:
     assert all(1 <= m["page_start"] <= m["page_end"] <= 3 for m in by_doc["contract.pdf"] + by_doc["terms.docx"])
     assert all("page_start" not in m for m in by_doc["note.txt"])
 
+    alone = tmp_path / "alone"  # a link named on the command line is followed, wherever it leads
+    named = ingest([docs / "escape.txt"], f"chroma:{alone}", settings(), embed_model=FakeEmbedding())
+    assert named.new == 1 and not named.skipped
+
     hits = query("Which law governs? Delaware", f"chroma:{store}", k=10, embed_model=FakeEmbedding())
     paged = [h for h in hits if h.doc_id.endswith(".pdf")]
     assert paged and all(h.pages is not None for h in paged)

@@ -126,6 +126,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             raise IngestError(str(exc)) from None
     say = log or (lambda _line: None)
     files, folders = find_files(paths)
+    named = {Path(os.path.abspath(os.path.expanduser(p))) for p in paths}  # links named are followed
     record = IngestRecord(spec, settings.collection)
     recorded = record.settings()
     check_store_folder(spec, record.store_kind(), create=True)
@@ -153,7 +154,8 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             for path in tqdm(files[first: first + settings.batch_documents], desc=desc, unit="file",
                              disable=not settings.show_progress):
                 try:
-                    documents.append(read_file(path, settings.max_file_bytes, settings.max_pages, folders))
+                    documents.append(read_file(path, settings.max_file_bytes, settings.max_pages,
+                                               () if path in named else folders))
                 except Exception as exc:  # noqa: BLE001 - any reader error: reported per file, the file skipped
                     if isinstance(exc, Unreadable) and exc.forget:
                         forget.add(str(path))
