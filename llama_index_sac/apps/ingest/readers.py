@@ -19,12 +19,16 @@ which the document's rows, if any, are deleted (the file is gone, or is a link t
 from __future__ import annotations
 
 import io
+import logging
 import os
 import stat
 import struct
+import warnings
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 __all__ = ["MAX_ZIP_MEMBERS", "Unreadable", "docx_text", "join_pages", "pdf_pages", "read_limited", "shown"]
 
@@ -115,13 +119,8 @@ def pdf_pages(data: bytes, max_pages: int) -> list[str]:
     from pypdf.errors import FileNotDecryptedError, PdfReadError
 
     try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise Unreadable("an encrypted PDF that needs a password (decrypt it first)")
-        count = len(reader.pages)
-        if count > max_pages:
-            raise Unreadable(f"{count:,} pages, over the limit of {max_pages:,} (--max-pages)")
-        texts = [page.extract_text() or "" for page in reader.pages]
+        with _quiet("pypdf"):
+            return _pdf_pages(PdfReader, data, max_pages)
     except Unreadable:
         raise
     except FileNotDecryptedError:
@@ -129,6 +128,31 @@ def pdf_pages(data: bytes, max_pages: int) -> list[str]:
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, struct.error,
             RecursionError, NotImplementedError, OSError) as exc:  # what pypdf raises on damaged files
         raise Unreadable(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
+
+
+@contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """No log records of ``logger`` and no warnings in the block: what is wrong with a file is its one line."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        log.setLevel(level)
+
+
+def _pdf_pages(reader_class: Any, data: bytes, max_pages: int) -> list[str]:
+    """:func:`pdf_pages` with ``reader_class`` (pypdf's ``PdfReader``); pypdf's own errors pass through."""
+    reader = reader_class(io.BytesIO(data), strict=False)
+    if reader.is_encrypted and not reader.decrypt(""):
+        raise Unreadable("an encrypted PDF that needs a password (decrypt it first)")
+    count = len(reader.pages)
+    if count > max_pages:
+        raise Unreadable(f"{count:,} pages, over the limit of {max_pages:,} (--max-pages)")
+    texts = [page.extract_text() or "" for page in reader.pages]
     if not any(text.strip() for text in texts):
         raise Unreadable(f"no text on any of its {count:,} page(s): a scanned PDF without a text layer? "
                          "(run OCR on it first)")
