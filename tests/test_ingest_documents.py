@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from llama_index.core.schema import Document, MetadataMode
 from typer.testing import CliRunner
 
@@ -139,6 +141,24 @@ def test_pages_of_and_labels_by_hand() -> None:
     assert page_label(4, 4) == "p. 4" and page_label(4, 5) == "pp. 4-5"
     assert join_pages(["ab", "", "cd"]) == ("ab\n\ncd", [0, 4, 4])
     assert join_pages(["", "ab"]) == ("ab", [0, 0])
+
+
+@given(st.lists(st.text(alphabet="ab \n", max_size=12), min_size=1, max_size=8), st.data())
+def test_join_pages_and_pages_of_match_brute_force(pages: list[str], data: st.DataObject) -> None:
+    text, starts = join_pages(pages)
+    assert len(starts) == len(pages) and starts[0] == 0 and starts == sorted(starts)
+    owner = [0] * len(text)  # by brute force: the page each character was written from (0: a separator)
+    for number, (page, begin) in enumerate(zip(pages, starts, strict=True), 1):
+        assert text[begin: begin + len(page)] == page  # each page's text sits at its start
+        owner[begin: begin + len(page)] = [number] * len(page)
+    if not text:
+        return
+    start = data.draw(st.integers(0, len(text) - 1))
+    end = data.draw(st.integers(start + 1, len(text)))
+    first, last = pages_of(starts, start, end)
+    on = [n for n in owner[start:end] if n]
+    if on:  # a span of page text lies on the pages it was written from (a separator belongs to the page before)
+        assert first <= on[0] and last == on[-1] and (owner[start] == 0 or first == on[0])
 
 
 def test_chromium_pdf_pages_and_exact_offsets(contract_pdf: bytes, tmp_path: Path) -> None:
@@ -419,8 +439,10 @@ def test_folder_of_good_and_bad_files_into_chroma(contract_pdf: bytes, tmp_path:
     assert after == {doc_id: rows_before[doc_id] for doc_id in kept}
 
 
-def test_moved_page_break_is_a_change(tmp_path: Path) -> None:
-    docs, spec = tmp_path / "docs", f"chroma:{tmp_path / 'store'}"
+@pytest.mark.parametrize("kind", ["chroma", "qdrant"])
+def test_moved_page_break_is_a_change(kind: str, tmp_path: Path) -> None:
+    pytest.importorskip("qdrant_client", reason="the 'vectorstores' extra is not installed")
+    docs, spec = tmp_path / "docs", f"{kind}:{tmp_path / 'store'}"
     docs.mkdir()
     path = docs / "terms.docx"
     path.write_bytes(docx_bytes(three_page_docx))
