@@ -322,6 +322,9 @@ def test_fifo_devices_sizes_names_and_suffixes(tmp_path: Path, alarm: None) -> N
     big.write_bytes(b"a" * 2_000_001)
     too_big = "2,000,001 bytes, over the limit of 2,000,000 (--max-file-bytes)"
     assert unreadable(big, max_file_bytes=2_000_000) == too_big
+    if Path("/proc/self/status").is_file():  # a regular file of size 0 that reads as more: cut at the limit, refused
+        with pytest.raises(Unreadable, match=r"^grew past the limit of 10 bytes \(--max-file-bytes\) while it"):
+            readers.read_limited(Path("/proc/self/status"), 10)
     plain = tmp_path / "README"
     plain.write_text("no suffix", encoding="utf-8")
     assert unreadable(plain) == "not a file type llama-sac ingest reads (.txt, .md, .pdf, .docx)"

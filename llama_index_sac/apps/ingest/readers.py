@@ -82,8 +82,10 @@ def read_limited(path: Path, max_bytes: int) -> bytes:
             raise Unreadable(f"{_kind(info.st_mode)}, not a regular file (not read)")
         if info.st_size > max_bytes:
             raise Unreadable(f"{info.st_size:,} bytes, over the limit of {max_bytes:,} (--max-file-bytes)")
+        data = bytearray()
         try:
-            data = handle.read(max_bytes + 1)
+            while len(data) <= max_bytes and (block := handle.read(min(_STREAM_CHUNK, max_bytes + 1 - len(data)))):
+                data += block
         except OSError as exc:
             raise Unreadable(f"cannot be read ({type(exc).__name__}: {exc.strerror or exc})") from None
     if len(data) > max_bytes:
