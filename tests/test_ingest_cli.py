@@ -225,7 +225,7 @@ def test_unreadable_files_are_reported_and_skipped(tmp_path: Path) -> None:
 
     assert set(report.skipped) == {str(docs / "latin1.txt"), str(docs / "broken.md")}
     assert report.skipped[str(docs / "latin1.txt")].startswith("not UTF-8 text (")
-    assert "FileNotFoundError" in report.skipped[str(docs / "broken.md")]
+    assert report.skipped[str(docs / "broken.md")] == f"a link to {tmp_path / 'nowhere.md'}, which does not exist"
     assert len(lines) == 2 and all(line.startswith("skipped ") for line in lines)
     assert set(per_doc(rows(spec))) == set(texts) and report.new == 4
 
@@ -245,7 +245,7 @@ def test_nothing_readable_is_an_error_and_the_store_is_not_touched(tmp_path: Pat
         ingest([docs], f"chroma:{store}", settings(), embed_model=FakeEmbedding())
     assert not store.exists()
     (tmp_path / "empty").mkdir()
-    with pytest.raises(IngestError, match="no .txt/.md files in"):
+    with pytest.raises(IngestError, match="no .txt/.md/.pdf/.docx files in"):
         ingest([tmp_path / "empty"], f"chroma:{store}", settings(), embed_model=FakeEmbedding())
     assert not store.exists()
 

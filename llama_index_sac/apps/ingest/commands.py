@@ -22,6 +22,7 @@ import typer
 from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps.ingest.manage import list_documents, remove
+from llama_index_sac.apps.ingest.pages import page_label
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
@@ -44,8 +45,8 @@ def _fail(message: str) -> typer.Exit:
 
 def ingest_command(
     paths: Annotated[list[Path], typer.Argument(
-        help="Folders (walked recursively) and files: .txt and .md (.pdf and .docx when llama-index-readers-file is "
-        "installed).", show_default=False)],
+        help="Folders (walked recursively) and files: .txt, .md, .pdf, .docx (the last two with the documents "
+        "extra).", show_default=False)],
     vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR (embedded, on disk; "
                                               "created if missing).", show_default=False)],
     collection: Annotated[str | None, field_option(IngestSettings, "collection")] = None,
@@ -62,6 +63,8 @@ def ingest_command(
     embed_model: Annotated[str | None, field_option(IngestSettings, "embed_model")] = None,
     workers: Annotated[int | None, field_option(IngestSettings, "workers")] = None,
     batch_documents: Annotated[int | None, field_option(IngestSettings, "batch_documents")] = None,
+    max_file_bytes: Annotated[int | None, field_option(IngestSettings, "max_file_bytes")] = None,
+    max_pages: Annotated[int | None, field_option(IngestSettings, "max_pages")] = None,
     progress: Annotated[bool, field_option(IngestSettings, "show_progress")
                         ] = field_default(IngestSettings, "show_progress"),
     label: Annotated[list[str] | None, typer.Option(
@@ -75,7 +78,8 @@ def ingest_command(
         settings = settings_from_options(
             collection=collection, engine=engine, parser=parser, chunk_size=chunk_size, summarizer=summarizer,
             llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, workers=workers,
-            batch_documents=batch_documents, progress=progress)
+            batch_documents=batch_documents, max_file_bytes=max_file_bytes, max_pages=max_pages,
+            progress=progress)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode
@@ -125,7 +129,8 @@ def query_command(
         typer.echo("no chunks in the collection")
     for rank, hit in enumerate(hits, 1):
         score = "?" if hit.score is None else f"{hit.score:.4f}"
-        typer.echo(f"{rank}. score {score}  {printable(hit.doc_id)}  characters {hit.start}-{hit.end}")
+        pages = "" if hit.pages is None else f", {page_label(*hit.pages)}"
+        typer.echo(f"{rank}. score {score}  {printable(hit.doc_id)}{pages}  characters {hit.start}-{hit.end}")
         typer.echo(f"   summary: {printable(hit.summary) if hit.summary is not None else '(none)'}")
         typer.echo(f"   text: {printable(_shorten(hit.text, _TEXT_CHARS))}")
 

@@ -1,9 +1,10 @@
 """The input files, the vector store and the ingest record of ``llama-sac ingest``/``query``.
 
 * :func:`find_files` / :func:`read_file`: folders and files in, LlamaIndex ``Document``s out (``.txt``/``.md`` as
-  strict UTF-8; ``.pdf``/``.docx`` through ``SimpleDirectoryReader``'s readers when ``llama-index-readers-file`` is
-  installed); one document per file, its id given by the caller (``ingest``: the folder label and the path inside the
-  folder, :mod:`~llama_index_sac.apps.ingest.identity`), its metadata the stable part of LlamaIndex's file metadata.
+  strict UTF-8; ``.pdf``/``.docx`` page by page, :mod:`~llama_index_sac.apps.ingest.readers`, regular files only and
+  within limits); one document per file, its id given by the caller (``ingest``: the folder label and the path inside
+  the folder, :mod:`~llama_index_sac.apps.ingest.identity`), its metadata the stable part of LlamaIndex's file
+  metadata (and a PDF's or DOCX's page table, :mod:`~llama_index_sac.apps.ingest.pages`).
 * :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded) or ``qdrant:DIR`` (``QdrantClient``
   local mode); opened by :mod:`~llama_index_sac.apps.ingest.store`.
 * :class:`IngestRecord`: ``DIR/.llama-sac-docstore/<collection>/`` holds what the next run needs: ``docstore.json``
@@ -22,23 +23,31 @@ import json
 import mimetypes
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from llama_index.core import SimpleDirectoryReader
 from llama_index.core.schema import Document
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from llama_index_sac._json_io import PersistedFileError, read_json
+from llama_index_sac.apps.ingest.pages import paged_document
+from llama_index_sac.apps.ingest.readers import Unreadable, docx_text, join_pages, pdf_pages, read_limited, shown
 
-__all__ = ["COLLECTION_PATTERN", "PLAIN_SUFFIXES", "RECORD_DIR", "IngestError", "IngestRecord", "StoreSpec",
-           "check_collection", "find_files", "read_file", "rich_readers"]
+__all__ = ["COLLECTION_PATTERN", "MAX_FILE_BYTES", "MAX_PAGES", "PLAIN_SUFFIXES", "RECORD_DIR", "SUFFIXES",
+           "IngestError", "IngestRecord", "StoreSpec", "Unreadable", "check_collection", "find_files", "read_file",
+           "why_unreadable"]
 
 #: Read as plain UTF-8 text, always; the exact file content is the document (offsets point into it).
 PLAIN_SUFFIXES = (".txt", ".md")
+#: Every suffix read (``.pdf`` with pypdf, ``.docx`` with python-docx: the ``documents`` extra).
+SUFFIXES = (*PLAIN_SUFFIXES, ".pdf", ".docx")
+#: Default limits of one file: bytes read (and, for a DOCX, unpacked), and pages of a PDF or DOCX.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_PAGES = 2000
 
 #: Collection names both stores accept: 3 to 128 characters of ``[A-Za-z0-9._-]``, starting and ending with a
 #: letter or digit (Chroma's rule, within Qdrant's).
@@ -252,20 +261,13 @@ class IngestRecord:
 
 
 # -- input files -------------------------------------------------------------------------------------------------------
-def rich_readers() -> dict[str, Any]:
-    """``SimpleDirectoryReader`` file extractors for .pdf (whole document) and .docx, when installed."""
-    try:
-        from llama_index.readers.file import DocxReader, PDFReader
-    except ImportError:
-        return {}
-    return {".pdf": PDFReader(return_full_document=True), ".docx": DocxReader()}
-
-
-def find_files(paths: Sequence[str | os.PathLike[str]], suffixes: Sequence[str]) -> tuple[list[Path], list[Path]]:
+def find_files(paths: Sequence[str | os.PathLike[str]], suffixes: Sequence[str] = SUFFIXES
+               ) -> tuple[list[Path], list[Path]]:
     """The files to read (sorted, absolute, without duplicates) and the folders given.
 
     Folders are walked recursively; hidden entries (a name starting with ``.``) inside them and files with other
-    suffixes are left out; symbolic links to folders are not followed (links to files are read).
+    suffixes are left out; symbolic links to folders are not followed (links to files are listed: :func:`read_file`
+    reads those whose target lies inside the folder). Every path named is listed, whatever its suffix or kind.
 
     Raises:
         IngestError: no path, a path that does not exist, or no file with one of ``suffixes``.
@@ -282,46 +284,90 @@ def find_files(paths: Sequence[str | os.PathLike[str]], suffixes: Sequence[str])
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 files.update(Path(root, n) for n in names
                              if not n.startswith(".") and Path(n).suffix.lower() in suffixes)
-        elif path.exists():
+        elif os.path.lexists(path):
             files.add(path)
         else:
-            raise IngestError(f"{given}: no such file or folder")
+            raise IngestError(f"{shown(given)}: no such file or folder")
     if not files:
-        raise IngestError(f"no {'/'.join(suffixes)} files in {', '.join(str(p) for p in paths)}")
+        raise IngestError(f"no {'/'.join(suffixes)} files in {', '.join(shown(p) for p in paths)}")
     return sorted(files), folders
 
 
-def _file_metadata(path: Path) -> dict[str, Any]:
-    meta: dict[str, Any] = {"file_path": str(path), "file_name": path.name}
+def _outside(path: Path, folders: Sequence[Path]) -> str | None:
+    """Why ``path``, a link found in one of ``folders``, is not followed (its target lies outside), else None."""
+    found = os.path.join(os.path.realpath(path.parent), path.name)  # where it was found, the folder's links resolved
+    within = [f for f in folders if found.startswith(str(f) + os.sep)]
+    if not within or not os.path.islink(path) or not os.path.exists(path):
+        return None  # a broken link: read_limited says so
+    target = os.path.realpath(path)
+    if any(target.startswith(os.path.realpath(f) + os.sep) for f in within):
+        return None
+    return (f"a link to {shown(target)}, outside {shown(within[0])}: not followed (name the file itself to ingest "
+            "it)")
+
+
+def read_file(path: Path, max_file_bytes: int = MAX_FILE_BYTES, max_pages: int = MAX_PAGES,
+              folders: Sequence[Path] = (), doc_id: str | None = None) -> Document:
+    """The document of one file: id = ``doc_id`` (default its absolute path; also its ``file_path`` metadata), text =
+    the file's text (``.txt``/``.md``: the exact content as strict UTF-8; ``.pdf``/``.docx``: the extracted text, with
+    its page table when pages are known, :mod:`~llama_index_sac.apps.ingest.pages`), metadata = the stable file
+    metadata.
+
+    Args:
+        path: the file (a link is followed when it was named, or when its target lies inside the folder of
+            ``folders`` it was found in).
+        max_file_bytes: the most bytes read from a file (for a DOCX also the most its ZIP unpacks to).
+        max_pages: the most pages of a PDF or DOCX.
+        folders: the folders given to the run (real paths).
+        doc_id: the document's id (default: the absolute path).
+
+    Raises:
+        Unreadable: the file is not read; the message says why (readers.py: not a regular file, over a limit,
+            not UTF-8, encrypted, damaged, no text layer, a link not followed, vanished, an unsupported type).
+    """
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Unreadable("its name is not valid UTF-8 (rename the file to ingest it)") from None
+    why = _outside(path, folders)
+    if why is not None:
+        raise Unreadable(why, forget=True)
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            read_limited(path, max_file_bytes)  # raises: names what it is
+        raise Unreadable(f"not a file type llama-sac ingest reads ({', '.join(SUFFIXES)})")
+    data = read_limited(path, max_file_bytes)
+    doc_id = doc_id or str(path)
+    meta: dict[str, Any] = {"file_path": doc_id, "file_name": path.name}
     file_type = mimetypes.guess_type(path.name)[0]
     if file_type:
         meta["file_type"] = file_type
-    meta["file_size"] = path.stat().st_size
-    return meta
-
-
-def read_file(path: Path, readers: dict[str, Any], doc_id: str | None = None) -> Document:
-    """The document of one file: id = ``doc_id`` (default its absolute path; also its ``file_path`` metadata), text
-    = the file's text (pages or parts a reader returns separately are joined by a blank line: one summary per file),
-    metadata = the stable file metadata.
-
-    Raises:
-        OSError, UnicodeDecodeError, Exception: the file cannot be read (missing target, not UTF-8, a reader error).
-    """
-    suffix = path.suffix.lower()
-    meta = {**_file_metadata(path), "file_path": doc_id or str(path)}
+    meta["file_size"] = len(data)
     if suffix in PLAIN_SUFFIXES:
-        text = path.read_bytes().decode("utf-8")
-    elif suffix in readers:
-        parts = SimpleDirectoryReader.load_file(path, file_metadata=lambda _: dict(meta), file_extractor=readers,
-                                                raise_on_error=True)
-        text = "\n\n".join(part.text for part in parts)
-    else:
-        raise ValueError(f"{suffix} files need llama-index-readers-file (pip install llama-index-readers-file)")
-    return Document(id_=doc_id or str(path), text=text, metadata=meta)
+        try:
+            return Document(id_=doc_id, text=data.decode("utf-8"), metadata=meta)
+        except UnicodeDecodeError as exc:
+            raise Unreadable(f"not UTF-8 text ({exc})") from None
+    try:
+        if suffix == ".pdf":
+            text, starts = join_pages(pdf_pages(data, max_pages))
+            return paged_document(doc_id, text, starts, meta)
+        text, maybe = docx_text(data, max_file_bytes, max_pages)
+        return paged_document(doc_id, text, maybe, meta)
+    except ImportError as exc:
+        raise Unreadable(f"{suffix} files need the documents extra (pip install 'llama-index-sac[documents]'; "
+                         f"{exc})") from None
 
 
 def why_unreadable(exc: BaseException) -> str:
+    """One line: why a file could not be read."""
+    if isinstance(exc, Unreadable):
+        return str(exc)
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 text ({exc})"
     cause = exc.__cause__ if exc.__cause__ is not None else exc

@@ -62,7 +62,8 @@ def load_model(name: str | None, show_progress: bool) -> BaseEmbedding:
 @dataclass(frozen=True)
 class QueryHit:
     """One retrieved chunk: its document, character offsets ``[start, end)`` in the document, the store's score
-    (higher is closer), the document's summary and the chunk text."""
+    (higher is closer), the document's summary, the chunk text and, when the reader recorded them, the pages
+    ``(first, last)`` the chunk lies on (metadata ``page_start``/``page_end``)."""
 
     doc_id: str
     start: int | None
@@ -70,6 +71,7 @@ class QueryHit:
     score: float | None
     summary: str | None
     text: str
+    pages: tuple[int, int] | None = None
 
 
 def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac", k: int = 5,
@@ -117,5 +119,11 @@ def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac
             hits = index.as_retriever(similarity_top_k=k).retrieve(question)
     return [QueryHit(doc_id=h.node.ref_doc_id or h.node.node_id, start=getattr(h.node, "start_char_idx", None),
                      end=getattr(h.node, "end_char_idx", None), score=h.score,
-                     summary=h.node.metadata.get("document_summary"), text=h.node.get_content())
+                     summary=h.node.metadata.get("document_summary"), text=h.node.get_content(),
+                     pages=_pages(h.node.metadata))
             for h in hits]
+
+
+def _pages(metadata: dict[str, Any]) -> tuple[int, int] | None:
+    first, last = metadata.get("page_start"), metadata.get("page_end")
+    return (first, last) if isinstance(first, int) and isinstance(last, int) else None

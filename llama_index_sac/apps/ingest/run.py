@@ -1,13 +1,13 @@
 """``llama-sac ingest`` and ``llama-sac query``: a user's own folders of contracts into a real vector store, and back.
 
-:func:`ingest` reads files (``.txt``/``.md`` as strict UTF-8; ``.pdf``/``.docx`` with LlamaIndex's
-``SimpleDirectoryReader`` readers when ``llama-index-readers-file`` is installed), one LlamaIndex ``Document`` per
-file whose id is its folder's label and its path inside the folder (:mod:`~llama_index_sac.apps.ingest.identity`:
-stable when the folder is moved, renamed or reached through a link), parses it, writes one summary per whole
-document (``SummaryAugmentationTransformation``), embeds every chunk with its summary and writes the rows into Chroma
-or Qdrant, with a docstore of document hashes beside the store. A second run processes only new and changed files
-(the changed ones' rows are replaced), leaves every other row untouched, and removes the rows of files that
-disappeared from the folders given (LlamaIndex's ``DocstoreStrategy.UPSERTS_AND_DELETE``, limited to those folders).
+:func:`ingest` reads files (``.txt``/``.md`` as strict UTF-8; ``.pdf``/``.docx`` page by page; regular files only,
+within ``max_file_bytes``/``max_pages``: :mod:`~llama_index_sac.apps.ingest.readers`), one LlamaIndex ``Document`` per
+file whose id is its folder's label and its path inside the folder (:mod:`~llama_index_sac.apps.ingest.identity`: stable
+when the folder is moved, renamed or reached through a link), parses it, numbers its chunks' pages, writes one summary
+per whole document (``SummaryAugmentationTransformation``), embeds every chunk with its summary and writes the rows into
+Chroma or Qdrant, with a docstore of document hashes beside the store. A second run processes only new and changed files
+(the changed ones' rows are replaced), leaves every other row untouched, and removes the rows of files that disappeared
+from the folders given (LlamaIndex's ``DocstoreStrategy.UPSERTS_AND_DELETE``, limited to those folders).
 
 Each document is committed on its own as soon as its chunks are embedded: its rows are written, then the journal
 records it (:mod:`~llama_index_sac.apps.ingest.journal`), so an interrupted or killed run loses only the documents in
@@ -47,17 +47,18 @@ from tqdm.auto import tqdm
 
 from llama_index_sac._util import require_extra
 from llama_index_sac.apps.ingest.files import (
-    PLAIN_SUFFIXES,
+    SUFFIXES,
     IngestError,
     IngestRecord,
     StoreSpec,
+    Unreadable,
     read_file,
-    rich_readers,
     why_unreadable,
 )
 from llama_index_sac.apps.ingest.identity import Folder, in_scope, load_folders, plan_sources, save_folders
 from llama_index_sac.apps.ingest.journal import Journal, replay
 from llama_index_sac.apps.ingest.query import QueryHit, load_model, query
+from llama_index_sac.apps.ingest.readers import shown
 from llama_index_sac.apps.ingest.steps import IngestSettings, build_steps, differences, embed_steps, fingerprint
 from llama_index_sac.apps.ingest.store import RowCheck, check_rows, check_store_folder, open_store, store_errors
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
@@ -154,10 +155,9 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             except ConnectionError as exc:
                 raise IngestError(f"--engine ray: {exc}") from None
     say = log or (lambda _line: None)
-    readers = rich_readers()
     record = IngestRecord(spec, settings.collection)
     record.check()
-    sources = plan_sources(paths, labels, load_folders(record), PLAIN_SUFFIXES + tuple(readers))
+    sources = plan_sources(paths, labels, load_folders(record), SUFFIXES)
     recorded = record.settings()
     check_store_folder(spec, record.store_kind(), create=True)
     try:
@@ -177,6 +177,8 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
     held = [f"{path}: no such folder or file (its documents are kept; llama-sac rm removes them)"
             for path in sources.missing] + sources.notes  # said once the store is open (else the error says it)
     files = sources.files
+    named = {Path(os.path.abspath(os.path.expanduser(p))) for p in paths}  # links named are followed
+    forget: set[str] = set()  # documents not read whose rows go (a broken link, a link not followed, a vanished file)
     rounds = range(0, len(files), settings.batch_documents)
     with ExitStack() as stack:
         run: _Run | None = None
@@ -186,10 +188,13 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             for path, doc_id in tqdm(files[first: first + settings.batch_documents], desc=desc, unit="file",
                                      disable=not settings.show_progress):
                 try:
-                    documents.append(read_file(path, readers, doc_id))
+                    documents.append(read_file(path, settings.max_file_bytes, settings.max_pages,
+                                               () if path in named else sources.walked, doc_id))
                 except Exception as exc:  # noqa: BLE001 - any reader error: reported per file, the file skipped
-                    report.skipped[str(path)] = why_unreadable(exc)
-                    (held.append if run is None else say)(f"skipped {path}: {why_unreadable(exc)}")
+                    if isinstance(exc, Unreadable) and exc.forget:
+                        forget.add(doc_id)
+                    report.skipped[shown(path)] = why_unreadable(exc)
+                    (held.append if run is None else say)(f"skipped {shown(path)}: {why_unreadable(exc)}")
             if not documents:
                 continue
             if run is None:  # the first readable round: now the store is opened (and created)
@@ -202,7 +207,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
         if run is None:
             raise IngestError("nothing could be read (the store was not touched): "
                               + "; ".join(f"{p}: {why}" for p, why in report.skipped.items()))
-        run.remove_vanished(sources.folders, sources.walked, seen)
+        run.remove_vanished(sources.folders, sources.walked, seen, forget)
     if report.empty:
         say(f"no chunk from {len(report.empty)} file(s) without text (empty or whitespace only; recorded, nothing "
             f"written): {', '.join(report.empty)}")
@@ -240,7 +245,7 @@ def _open(stack: ExitStack, spec: StoreSpec, record: IngestRecord, settings: Ing
     for doc_id in record.pending():  # an older record: rows of new documents of a round that did not finish
         if docstore.get_document_hash(doc_id) is None:
             opened.vector_store.delete(doc_id)
-    run = _Run(opened.vector_store, docstore, transform, steps[1], record, journal, report, settings, say, counts,
+    run = _Run(opened.vector_store, docstore, transform, steps[-1], record, journal, report, settings, say, counts,
                RowCheck(), store_errors(spec.kind))
     for doc_id in interrupted:
         run.forget(doc_id, delete_rows=True)
@@ -389,12 +394,15 @@ class _Run:
         self.journal.clear()
         self.record.clear_pending()
 
-    def remove_vanished(self, folders: dict[str, Folder], walked: Sequence[Path], seen: set[str]) -> None:
+    def remove_vanished(self, folders: dict[str, Folder], walked: Sequence[Path], seen: set[str],
+                        forget: set[str]) -> None:
         """Delete the documents of the folders walked whose files no longer exist (rows and docstore entries), and
-        the documents of an older record (absolute paths as ids) in them, which this run ingested under their ids."""
+        the documents of an older record (absolute paths as ids) in them, which this run ingested under their ids, and
+        those of ``forget`` (a broken link, a link not followed, a file that vanished)."""
         gone = sorted(doc_id for doc_id in set(self.docstore.get_all_document_hashes().values())
-                      if doc_id not in seen and (path := in_scope(doc_id, folders, walked)) is not None
-                      and (os.path.isabs(doc_id) or not os.path.lexists(path)))
+                      if doc_id not in seen and (doc_id in forget or (
+                          (path := in_scope(doc_id, folders, walked)) is not None
+                          and (os.path.isabs(doc_id) or not os.path.exists(path)))))
         for doc_id in gone:
             self.forget(doc_id, delete_rows=True)
         self.report.removed += len(gone)

@@ -1,7 +1,8 @@
-"""The options of ``llama-sac ingest`` (:class:`IngestSettings`) and what they build: the parser and
-``SummaryAugmentationTransformation`` of a run (:func:`build_steps`, the same in this process and in every Ray worker),
-and the fingerprint of the settings that decide a collection's rows (:func:`fingerprint`, recorded in the ingest
-record's ``settings.json``; another run with other settings is refused with :func:`differences`).
+"""The options of ``llama-sac ingest`` (:class:`IngestSettings`) and what they build: the parser, the page numbers of
+paged documents and ``SummaryAugmentationTransformation`` of a run (:func:`build_steps`, the same in this process and
+in every Ray worker), and the fingerprint of the settings that decide a collection's rows (:func:`fingerprint`,
+recorded in the ingest record's ``settings.json``; another run with other settings is refused with
+:func:`differences`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, Valid
 from llama_index.core.ingestion.pipeline import remove_unstable_values
 from llama_index.core.schema import TransformComponent
 
-from llama_index_sac.apps.ingest.files import IngestError, check_collection
+from llama_index_sac.apps.ingest.files import MAX_FILE_BYTES, MAX_PAGES, IngestError, check_collection
+from llama_index_sac.apps.ingest.pages import PageNumbers
 from llama_index_sac.apps.ingest.query import load_model
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.settings import (
@@ -64,6 +66,10 @@ class IngestSettings(BaseModel):
     workers: int | None = Field(default=None, ge=1, description="--engine ray: maximum Ray actors per stage "
                                 "(None: the cluster's CPUs).")
     batch_documents: int = Field(default=1000, ge=1, description="Files per round (read, transform, write, save).")
+    max_file_bytes: int = Field(default=MAX_FILE_BYTES, ge=1, description="The most bytes of one file (and what a "
+                                "DOCX unpacks to); a larger file is skipped and reported.")
+    max_pages: int = Field(default=MAX_PAGES, ge=1, description="The most pages of one PDF or DOCX; a longer one is "
+                           "skipped and reported.")
     show_progress: bool = Field(default=True, description="Progress bars (stderr).")
 
     @model_validator(mode="before")
@@ -92,7 +98,7 @@ OPTIONS: dict[str, str] = {
     "collection": "collection", "engine": "engine", "parser": "parser.kind", "chunk_size": "parser.chunk_size",
     "summarizer": "summarizer.kind", "llm": "summarizer.model", "llm_api_base": "summarizer.api_base",
     "embed_model": "embed_model", "workers": "workers", "batch_documents": "batch_documents",
-    "progress": "show_progress",
+    "max_file_bytes": "max_file_bytes", "max_pages": "max_pages", "progress": "show_progress",
 }
 _NAMES = {key: "--" + option.replace("_", "-") for option, key in OPTIONS.items()}
 
@@ -149,8 +155,8 @@ def settings_from_options(**options: Any) -> IngestSettings:
 
 def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
                 cache_dir: str | None) -> list[TransformComponent]:
-    """``[parser, SummaryAugmentationTransformation]`` of ``settings``: the same in this process and in every Ray
-    worker. ``embed`` (semantic and hybrid parsers only) is loaded from ``settings`` when ``None``.
+    """``[parser, PageNumbers, SummaryAugmentationTransformation]`` of ``settings``: the same in this process and
+    in every Ray worker. ``embed`` (semantic and hybrid parsers only) is loaded from ``settings`` when ``None``.
 
     Raises:
         IngestError: the embedding model or the LLM cannot be set up.
@@ -165,7 +171,7 @@ def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
         raise IngestError(str(exc)) from None
     augmentation = SummaryAugmentationTransformation(summarizer=summarizer, on_error="skip",
                                                      cache_dir=cache_dir if llm else None)
-    return [parser, augmentation]
+    return [parser, PageNumbers(), augmentation]
 
 
 def embed_steps(settings: IngestSettings, embed: BaseEmbedding | None) -> list[BaseEmbedding]:
@@ -180,8 +186,9 @@ def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
 
 
 def fingerprint(steps: Sequence[TransformComponent], embed: BaseEmbedding) -> dict[str, Any]:
-    """The settings that decide a collection's rows: the parser's, the summary's and the embedding model's."""
-    parser, augmentation = steps
+    """The settings that decide a collection's rows: the parser's, the summary's and the embedding model's (``steps``
+    as :func:`build_steps` makes them)."""
+    parser, augmentation = steps[0], steps[-1]
     unstable = frozenset({"embed_model", "show_progress", "num_workers", "on_error", "failure_epoch", "summarizer",
                           "callback_manager"})
     value = {"parser": _drop_keys(parser.to_dict(), unstable), "summary": _drop_keys(augmentation.to_dict(), unstable),
