@@ -395,10 +395,11 @@ def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | N
 
 
 # `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in harness/ingest*.py)
-from llama_index_sac.apps.ingest.commands import ingest_command, query_command  # noqa: E402
+from llama_index_sac.apps.ingest.commands import ingest_command, query_command, serve_command  # noqa: E402
 
 app.command("ingest")(ingest_command)
 app.command("query")(query_command)
+app.command("serve")(serve_command)
 
 
 def main() -> None:
