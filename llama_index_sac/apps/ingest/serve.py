@@ -109,6 +109,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not length.strip().isdigit() or len(length.strip()) > 12:
             raise _BadRequest(HTTPStatus.BAD_REQUEST, "Content-Length is not a number")
         if int(length) > MAX_BODY_BYTES:
+            if int(length) <= 16 * MAX_BODY_BYTES:  # read it, so the client sees the answer instead of a reset
+                self.rfile.read(int(length))
             raise _BadRequest(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                               f"the request body is over {MAX_BODY_BYTES} bytes")
         raw = self.rfile.read(int(length))
