@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from llama_index_sac.apps.ingest import query as query_module
 from llama_index_sac.apps.ingest.files import IngestRecord, StoreSpec, default_state_dir
-from llama_index_sac.apps.ingest.query import MAX_K, QueryHit, Searcher, check_question
+from llama_index_sac.apps.ingest.query import MAX_K, QueryHit, check_question
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from tests.conftest import REPO, FakeEmbedding
 from tests.test_ingest_cli import rows, write_contracts
@@ -235,7 +235,7 @@ def check_server(server: Server, store: str, state_dir: str | None = None) -> No
 
 def rows_of(store: str, state_dir: str | None) -> Any:
     spec = StoreSpec.parse(store, state_dir)
-    return rows(store) if spec.url is None else IngestRecord(spec, "llama-sac").rows() and _http_rows(spec)
+    return rows(store) if spec.url is None else _http_rows(spec)
 
 
 def _http_rows(spec: StoreSpec) -> list[str]:
@@ -246,7 +246,7 @@ def _http_rows(spec: StoreSpec) -> list[str]:
     try:
         return list(client.get_collection("llama-sac").get(include=[])["ids"])
     finally:
-        client.close()
+        client.close()  # type: ignore[attr-defined]
 
 
 def test_serve_answers_over_http_and_stops_on_sigint(store: str) -> None:
