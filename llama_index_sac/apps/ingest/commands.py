@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 from llama_index.core.bridge.pydantic import ValidationError
 
+from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.ingest.files import StoreSpec
 from llama_index_sac.apps.ingest.query import MAX_K, QueryHit, Searcher, check_question
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
@@ -92,7 +93,7 @@ def ingest_command(
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode
             report = ingest([str(p) for p in paths], StoreSpec.parse(vector_store, state_dir), settings,
-                            log=lambda line: typer.echo(f"warning: {line}", err=True))
+                            log=lambda line: typer.echo(f"warning: {for_cli(line)}", err=True))
     except ValidationError as exc:
         raise _fail(_settings_error(exc)) from None
     except (IngestError, ImportError) as exc:
