@@ -280,10 +280,16 @@ def test_serve_command_with_the_default_model(tmp_path: Path) -> None:
     finally:
         code, out, err = server.stop()
     assert code == 0 and err.splitlines()[-1] == "stopped" and "Traceback" not in err, err
-    taken = subprocess.run([sys.executable, "-m", "llama_index_sac.apps.cli", "serve", "--vector-store", store,
-                            "--port", server.url.rsplit(":", 1)[1], "--no-progress"], capture_output=True, text=True,
-                           env=ENV, timeout=300, input="")
-    assert taken.returncode in (0, 2)  # the port may have been freed already; if not, one error line
+
+
+def test_serve_on_a_port_in_use_is_one_error_before_loading(store: str, fake_model: list[str | None]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        message = one_error(cli("serve", "--vector-store", store, "--port", str(port)))
+    assert message.startswith(f"error: cannot serve on 127.0.0.1:{port}: OSError: ") and fake_model == []
+    assert "65535" in one_error(cli("serve", "--vector-store", store, "--port", "70000"))
 
 
 # -- a Chroma server (chroma run) as the store -----------------------------------------------------------------------

@@ -224,25 +224,34 @@ def serve_command(
 ) -> None:
     """Answer questions over HTTP (JSON): POST /query {"query": ..., "k": ...} returns the hits, GET /health the
     collection; the store and the model stay open. Ctrl-C (or SIGTERM) stops it."""
-    from llama_index_sac.apps.ingest.serve import serve
+    from llama_index_sac.apps.ingest.serve import QueryServer, run_server
 
     logging.basicConfig(level=logging.WARNING)
 
     def ready(address: tuple[str, int]) -> None:
-        typer.echo(f"serving {vector_store} (collection {collection}) on http://{address[0]}:{address[1]} "
+        typer.echo(f"serving {searcher.spec} (collection {collection}) on http://{address[0]}:{address[1]} "
                    "(POST /query, GET /health; Ctrl-C stops)")
         sys.stdout.flush()
 
     try:
         spec = StoreSpec.parse(vector_store, state_dir)
-        with warnings.catch_warnings(), Searcher(spec, collection=collection, embed_model_name=embed_model,
-                                                 document_aware=document_aware, show_progress=progress) as searcher:
-            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
-            serve(searcher, host, port, k, ready=ready)
+        try:  # the address first: a port in use is said before the model loads
+            server = QueryServer((host, port), None, k)
+        except OSError as exc:
+            raise IngestError(f"cannot serve on {host}:{port}: {type(exc).__name__}: {exc.strerror or exc}") from None
+        try:
+            with warnings.catch_warnings(), Searcher(spec, collection=collection, embed_model_name=embed_model,
+                                                     document_aware=document_aware,
+                                                     show_progress=progress) as searcher:
+                warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+                server.searcher = searcher
+                run_server(server, ready)
+        finally:
+            server.server_close()
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
-        raise _fail(f"cannot serve on {host}:{port}: {type(exc).__name__}: {exc.strerror or exc}") from None
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
     except KeyboardInterrupt:  # while the store or the model was loading
         pass
     typer.echo("stopped", err=True)

@@ -20,6 +20,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from llama_index_sac.apps.ingest.files import IngestError
 from llama_index_sac.apps.ingest.query import Searcher, check_k, check_question
 
-__all__ = ["MAX_BODY_BYTES", "QueryServer", "serve"]
+__all__ = ["MAX_BODY_BYTES", "QueryServer", "run_server", "serve"]
 
 #: The largest request body ``POST /query`` reads (bytes).
 MAX_BODY_BYTES = 64 * 1024
@@ -39,8 +40,9 @@ class QueryServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], searcher: Searcher, default_k: int = 5) -> None:
-        self.searcher, self.default_k = searcher, check_k(default_k)
+    def __init__(self, address: tuple[str, int], searcher: Searcher | None, default_k: int = 5) -> None:
+        self.searcher: Searcher | None = searcher  # set before serving: the address is bound first
+        self.default_k = check_k(default_k)
         self.answering = threading.Lock()  # one question at a time: the model and the store client are shared
         super().__init__(address, _Handler)
 
@@ -80,6 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                        "/query"})
             return
         searcher = self.server.searcher
+        assert searcher is not None
         self._send(HTTPStatus.OK, {"status": "ok", "store": str(searcher.spec), "collection": searcher.collection,
                                    "rows": searcher.rows, "ingest_in_progress": searcher.ingest_in_progress})
 
@@ -88,6 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.path.split("?", 1)[0] != "/query":
                 raise _BadRequest(HTTPStatus.NOT_FOUND, f"no such path {self.path[:100]!r}: POST /query")
             question, k = self._request()
+            assert self.server.searcher is not None
             with self.server.answering:
                 hits = self.server.searcher.search(question, k)
         except _BadRequest as exc:
@@ -138,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(searcher: Searcher, host: str = "127.0.0.1", port: int = 8765, default_k: int = 5,
-          ready: Any = None) -> None:
+          ready: Callable[[tuple[str, int]], None] | None = None) -> None:
     """Answer questions over HTTP until SIGINT or SIGTERM (``searcher`` already open; it is not closed here).
 
     Args:
@@ -151,17 +155,24 @@ def serve(searcher: Searcher, host: str = "127.0.0.1", port: int = 8765, default
         OSError: the address cannot be bound (in use, not this machine's).
     """
     server = QueryServer((host, port), searcher, default_k)
+    run_server(server, ready)
+
+
+def run_server(server: QueryServer, ready: Callable[[tuple[str, int]], None] | None = None) -> None:
+    """Serve until SIGINT or SIGTERM, then close the server's socket (its searcher must be set)."""
+    assert server.searcher is not None
+    main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGTERM)
-    if threading.current_thread() is threading.main_thread():
+    if main:
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops it as SIGINT does
     try:
         if ready is not None:
-            ready(server.server_address[:2])
+            ready((str(server.server_address[0]), int(server.server_address[1])))
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
-        if threading.current_thread() is threading.main_thread():
+        if main:
             signal.signal(signal.SIGTERM, previous)
         sys.stdout.flush()
