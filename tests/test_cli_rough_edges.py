@@ -118,3 +118,23 @@ def test_the_notebook_out_of_its_checkout_says_what_it_needs(tmp_path: Any,
     scope: dict[str, Any] = {}
     exec(_first_cell(), scope)  # noqa: S102
     assert set(scope["RUNS"]) == {p.parent.name for p in (REPO / "docs" / "results").glob("*/results.json")} != set()
+
+
+@pytest.mark.slow
+def test_a_normal_ray_run_prints_no_ray_log_lines(tmp_path: Any) -> None:
+    """``ingest --engine ray --no-progress`` on the local cluster it starts: stdout is the report, and none of Ray's
+    Python notices (token authentication, progress bars, execution statistics) reach stderr."""
+    pytest.importorskip("ray.data")
+    from tests.test_ingest_cli import write_contracts
+
+    write_contracts(tmp_path / "docs", 2)
+    store = f"chroma:{tmp_path / 'store'}"
+    env = {**ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("RAY_ADDRESS", None)
+    result = subprocess.run([sys.executable, "-m", "llama_index_sac.apps.cli", "ingest", str(tmp_path / "docs"),
+                             "--vector-store", store, "--engine", "ray", "--workers", "1", "--no-progress"],
+                            capture_output=True, text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"ingested into {store} (collection llama-sac, engine ray): documents 2 new")
+    # Ray's C++ core prints its own notice about Ray Data's actors (max_restarts); nothing else may appear
+    assert [line for line in result.stderr.splitlines() if "core_worker.cc" not in line] == [], result.stderr

@@ -192,27 +192,18 @@ class LLMSummarizer(BaseSummarizer):
     @classmethod
     def from_openai(cls, model: str = "gpt-4o-mini", *, temperature: float = 0.0, max_tokens: int = 256,
                     api_key: str | None = None, api_base: str | None = None, **kwargs: Any) -> LLMSummarizer:
-        """Summarizer on OpenAI's API (``llama-index-llms-openai``). The client's own retries are off
-        (``max_retries=0``): this class retries.
-
-        Args:
-            model: the OpenAI model name.
-            api_key: the key (default: ``OPENAI_API_KEY``).
-            api_base: another endpoint of OpenAI's API (default: ``OPENAI_API_BASE`` or OpenAI's).
-
-        Raises:
-            ValueError: no ``api_key``, no ``OPENAI_API_KEY`` and no ``api_base`` (every request would fail).
-            ImportError: the ``openai`` extra is not installed.
-        """
+        """Summarizer on OpenAI's API (``llama-index-llms-openai``; ``api_key`` default ``OPENAI_API_KEY``,
+        ``api_base`` another endpoint). The client's own retries are off (``max_retries=0``): this class retries.
+        Raises ``ValueError`` at once without key or endpoint (every request would fail), ``ImportError`` without
+        the extra."""
         OpenAI = require_extra("llama_index.llms.openai", "openai", "LLMSummarizer.from_openai").OpenAI  # noqa: N806
         if not (api_key or os.environ.get("OPENAI_API_KEY") or api_base):
             raise ValueError(f"LLMSummarizer.from_openai({model!r}) needs an OpenAI API key: set OPENAI_API_KEY or "
                              "pass api_key=...; for a local OpenAI-compatible server use "
-                             "LLMSummarizer.from_openai_like(api_base, model)")
-        options = {"api_key": api_key, "api_base": api_base}
-        llm = OpenAI(model=model, temperature=temperature, max_tokens=max_tokens, max_retries=0,
-                     **{name: value for name, value in options.items() if value is not None})
-        return cls(llm=llm, **kwargs)
+                             "from_openai_like(api_base, model)")
+        options = {k: v for k, v in {"api_key": api_key, "api_base": api_base}.items() if v is not None}
+        return cls(llm=OpenAI(model=model, temperature=temperature, max_tokens=max_tokens, max_retries=0, **options),
+                   **kwargs)
 
     @classmethod
     def from_openai_like(cls, api_base: str, model: str, *, api_key: str = "not-needed",
