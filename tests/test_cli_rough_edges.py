@@ -26,12 +26,15 @@ def test_warnings_and_log_records_print_as_one_clean_line() -> None:
               "cli_output(); cli_output()\n"  # twice: still one handler
               "warnings.warn('term statistics from only 7\\ndocument(s)', UserWarning)\n"
               "logging.getLogger('ray.data').error('worker  died')\n"
+              "logging.getLogger('llm').warning('retry 1/3')\n"
+              "logging.getLogger('llm').warning('retry 1/3')\n"  # two concurrent requests: said once
               "logging.getLogger('chromadb').info('not shown')\n"
               "try:\n    1 / 0\nexcept ZeroDivisionError:\n    logging.getLogger('x').exception('failed')\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV, timeout=120)
     assert result.returncode == 0 and result.stdout == ""
     assert result.stderr.splitlines() == ["warning: term statistics from only 7 document(s)",
                                           "warning: worker died",
+                                          "warning: retry 1/3",
                                           "warning: failed (ZeroDivisionError: division by zero)"]
 
 

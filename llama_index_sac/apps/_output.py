@@ -27,13 +27,19 @@ def for_cli(message: str) -> str:
 
 
 class _StderrHandler(logging.Handler):
-    """Writes to the ``sys.stderr`` of the moment (a test runner may replace it between commands)."""
+    """Writes to the ``sys.stderr`` of the moment (a test runner may replace it between commands); a line equal to
+    the one before it (the same retry of concurrent requests) is written once."""
+
+    _last: str | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = f"warning: {one_line(record.getMessage())}"
             if record.exc_info and record.exc_info[1] is not None:
                 message += f" ({type(record.exc_info[1]).__name__}: {one_line(record.exc_info[1])})"
+            if message == self._last:
+                return
+            self._last = message
             sys.stderr.write(message + "\n")
         except Exception:  # noqa: BLE001 - logging's own rule: a failing handler reports and goes on
             self.handleError(record)

@@ -4,8 +4,9 @@
   strict UTF-8; ``.pdf``/``.docx`` through ``SimpleDirectoryReader``'s readers when ``llama-index-readers-file`` is
   installed); one document per file, its id the absolute path, its metadata the stable part of LlamaIndex's file
   metadata.
-* :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded) or ``qdrant:DIR`` (``QdrantClient``
-  local mode); opened by :mod:`~llama_index_sac.apps.ingest.store`.
+* :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded), ``qdrant:DIR`` (``QdrantClient``
+  local mode) or ``chroma-http://HOST:PORT`` (a Chroma server, ``chromadb.HttpClient``, whose ingest record lives in a
+  local state directory); opened by :mod:`~llama_index_sac.apps.ingest.store`.
 * :class:`IngestRecord`: ``DIR/.llama-sac-docstore/<collection>/`` holds what the next run needs: ``docstore.json``
   (LlamaIndex's ``SimpleDocumentStore``: one hash per document, no texts), ``settings.json`` (the settings the
   collection was built with: parser, summary and embedding model, and the kind of store, ``chroma`` or ``qdrant``),

@@ -6,7 +6,8 @@
   refused without opening it, so nothing is ever created there. What marks a store: Chroma's
   ``chroma.sqlite3`` (``chromadb.PersistentClient``); Qdrant local mode's ``meta.json`` (its collections) with
   ``collection/<name>/storage.sqlite`` for each (``QdrantClient(path=...)``; it also keeps a ``.lock`` file there).
-* :func:`open_store`: the collection's LlamaIndex vector store (``ChromaVectorStore`` / ``QdrantVectorStore``), its
+* :func:`open_store`: the collection's LlamaIndex vector store (``ChromaVectorStore`` / ``QdrantVectorStore``; a
+  Chroma server through ``chromadb.HttpClient``, with no folder to check), its
   row count and its rows per document; the client is always closed again (Qdrant's local mode locks its folder).
   The stores' own errors (a damaged database file, a full disk), raised while opening, reading or writing, become one
   :class:`~llama_index_sac.apps.ingest.files.IngestError` naming the store and the cause, chosen by exception type.
