@@ -369,3 +369,10 @@ def test_chroma_server_specs_and_an_unreachable_server(tmp_path: Path, monkeypat
     with pytest.raises(IngestError, match=f"the chroma server http://127.0.0.1:{port} cannot be opened"):
         ingest([REPO / "README.md"], f"chroma-http://127.0.0.1:{port}", settings(), embed_model=FakeEmbedding())
     assert not (tmp_path / "xdg").exists() or not list((tmp_path / "xdg").rglob("*.json"))
+
+
+def test_a_store_that_cannot_answer_is_one_error(store: str) -> None:
+    """Vectors of another dimension than the collection's (a model the record cannot tell apart, or no record on
+    this machine): the store's error, named, instead of a traceback."""
+    with pytest.raises(IngestError, match=r"cannot answer \(InvalidArgumentError: .*dimension.*another --embed-model"):
+        query("governing law", store, k=2, embed_model=FakeEmbedding(dim=32))

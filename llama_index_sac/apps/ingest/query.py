@@ -23,7 +23,7 @@ from llama_index.core.schema import NodeWithScore
 
 from llama_index_sac.apps.benchmark.factories import load_embedding_model, model_identity
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
-from llama_index_sac.apps.ingest.store import open_store
+from llama_index_sac.apps.ingest.store import open_store, store_errors
 from llama_index_sac.embeddings.model import DEFAULT_EMBED_MODEL_NAME
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
 
@@ -218,16 +218,22 @@ class Searcher:
         """The ``k`` chunks closest to ``question``, best first (``[]`` for an empty collection).
 
         Raises:
-            IngestError: an empty or non-UTF-8 question, ``k`` outside 1 to :data:`MAX_K`, a store that cannot be read.
+            IngestError: an empty or non-UTF-8 question, ``k`` outside 1 to :data:`MAX_K`, a store that cannot be read
+                or answer (e.g. a query vector of another dimension than the collection's).
         """
         check_question(question)
         check_k(k)
         if self._index is None:
             return []
-        if self._documents is not None:
-            hits = DocumentAwareRetriever(self._index, self._documents, similarity_top_k=k).retrieve(question)
-        else:
-            hits = self._index.as_retriever(similarity_top_k=k).retrieve(question)
+        try:
+            if self._documents is not None:
+                hits = DocumentAwareRetriever(self._index, self._documents, similarity_top_k=k).retrieve(question)
+            else:
+                hits = self._index.as_retriever(similarity_top_k=k).retrieve(question)
+        except store_errors(self.spec.kind) as exc:  # e.g. vectors of another dimension than the collection's
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise IngestError(f"{self.spec} cannot answer ({type(exc).__name__}: {first}); was the collection "
+                              "built with another --embed-model?") from None
         return [QueryHit.from_node(h) for h in hits]
 
 

@@ -90,18 +90,18 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self.path.split("?", 1)[0] != "/query":
                 raise _BadRequest(HTTPStatus.NOT_FOUND, f"no such path {self.path[:100]!r}: POST /query")
-            question, k = self._request()
+            try:
+                question, k = self._request()
+            except IngestError as exc:
+                raise _BadRequest(HTTPStatus.BAD_REQUEST, str(exc)) from None
             assert self.server.searcher is not None
             with self.server.answering:
                 hits = self.server.searcher.search(question, k)
         except _BadRequest as exc:
             self._send(exc.status, {"error": str(exc)})
             return
-        except IngestError as exc:
-            self._send(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
-            return
         except Exception as exc:  # noqa: BLE001 - the store failed while answering: said to the client, server stays
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the store failed: {type(exc).__name__}: {exc}"})
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(exc).__name__}: {exc}"})
             return
         self._send(HTTPStatus.OK, {"query": question, "k": k, "hits": [h.to_dict() for h in hits]})
 
