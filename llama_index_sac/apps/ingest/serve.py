@@ -162,9 +162,10 @@ def run_server(server: QueryServer, ready: Callable[[tuple[str, int]], None] | N
     """Serve until SIGINT or SIGTERM, then close the server's socket (its searcher must be set)."""
     assert server.searcher is not None
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGTERM)
-    if main:
-        signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops it as SIGINT does
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if main:  # SIGTERM stops it as SIGINT does; SIGINT too when started ignoring it (`serve &` in a script)
+        for sig in previous:
+            signal.signal(sig, signal.default_int_handler)
     try:
         if ready is not None:
             ready((str(server.server_address[0]), int(server.server_address[1])))
@@ -174,5 +175,6 @@ def run_server(server: QueryServer, ready: Callable[[tuple[str, int]], None] | N
     finally:
         server.server_close()
         if main:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         sys.stdout.flush()
