@@ -180,8 +180,10 @@ print("closed", flush=True)
 class Server:
     """A server process; ``url`` from its first line of output."""
 
-    def __init__(self, args: list[str]) -> None:
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, text=True)
+    def __init__(self, args: list[str], ignore_sigint: bool = False) -> None:
+        ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None  # `serve &`
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, text=True,
+                                        preexec_fn=ignore)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if "http://" not in line:
@@ -250,7 +252,7 @@ def _http_rows(spec: StoreSpec) -> list[str]:
 
 
 def test_serve_answers_over_http_and_stops_on_sigint(store: str) -> None:
-    server = Server([sys.executable, "-c", _LAUNCHER, store, ""])
+    server = Server([sys.executable, "-c", _LAUNCHER, store, ""], ignore_sigint=True)  # as a shell's `serve &`
     try:
         check_server(server, store)
     finally:
