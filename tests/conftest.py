@@ -105,3 +105,26 @@ class FakeEmbedding(RecordingEmbedding):
 @pytest.fixture
 def fake_embedding() -> FakeEmbedding:
     return FakeEmbedding()
+
+
+def fake_searcher(hits: list[Any]) -> type:
+    """A stand-in for ``apps.ingest.query.Searcher`` whose every search returns ``hits`` (the command's printing
+    tested without a store or a model)."""
+
+    class _Searcher:
+        ingest_in_progress = False
+        spec = "a fake store"
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def __enter__(self) -> _Searcher:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            return None
+
+        def search(self, question: str, k: int = 5) -> list[Any]:
+            return list(hits)
+
+    return _Searcher

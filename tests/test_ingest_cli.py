@@ -434,8 +434,9 @@ def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["ingest", "{tmp}/nope", "--vector-store", "chroma:{tmp}/store"], "{tmp}/nope: no such file or folder"),
     (["ingest", "{tmp}/docs", "--vector-store", "pinecone:{tmp}/store"],
-     "--vector-store: expected chroma:DIR or qdrant:DIR, got 'pinecone:{tmp}/store'"),
-    (["ingest", "{tmp}/docs", "--vector-store", "chroma:"], "--vector-store: expected chroma:DIR or qdrant:DIR"),
+     "--vector-store: expected chroma:DIR, qdrant:DIR or chroma-http://HOST:PORT, got 'pinecone:{tmp}/store'"),
+    (["ingest", "{tmp}/docs", "--vector-store", "chroma:"],
+     "--vector-store: expected chroma:DIR, qdrant:DIR or chroma-http"),
     (["ingest", "{tmp}/docs", "--vector-store", "qdrant:{tmp}/docs/c.txt"], "is not a directory"),
     (["ingest", "{tmp}/docs"], "missing option '--vector-store'"),
     (["ingest", "{tmp}/docs", "--vector-store", "chroma:{tmp}/store", "--engine", "spark"],

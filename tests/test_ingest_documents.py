@@ -31,7 +31,7 @@ from llama_index_sac.apps.ingest.files import read_file
 from llama_index_sac.apps.ingest.pages import PAGE_TABLE_KEY, PageNumbers, page_label, pages_of
 from llama_index_sac.apps.ingest.readers import Unreadable, join_pages
 from llama_index_sac.apps.ingest.run import IngestSettings, ingest, query
-from tests.conftest import FakeEmbedding
+from tests.conftest import FakeEmbedding, fake_searcher
 
 pypdf = pytest.importorskip("pypdf", reason="the 'documents' extra is not installed (pip install -e '.[documents]')")
 docx = pytest.importorskip("docx", reason="the 'documents' extra is not installed (pip install -e '.[documents]')")
@@ -402,7 +402,7 @@ def test_folder_of_good_and_bad_files_into_chroma(contract_pdf: bytes, tmp_path:
     from llama_index_sac.apps.ingest import commands
 
     with monkeypatch.context() as patch:  # the command's output, with the real hits (FakeEmbedding is not loadable)
-        patch.setattr(commands, "query", lambda *a, **kw: hits)
+        patch.setattr(commands, "Searcher", fake_searcher(hits))
         result = CliRunner().invoke(app, ["query", "Delaware", "--vector-store", f"chroma:{store}"])
     assert result.exit_code == 0
     for hit in paged:

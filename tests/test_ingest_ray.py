@@ -15,9 +15,12 @@ import numpy as np
 import pytest
 from llama_index.core.schema import MetadataMode
 
+from llama_index_sac.apps.ingest.files import StoreSpec
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
 from tests.conftest import FakeEmbedding
 from tests.test_ingest_cli import node_of, per_doc, rows, write_contracts
+from tests.test_query_serve import _http_rows as http_rows
+from tests.test_query_serve import chroma_server  # noqa: F401 - the fixture
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]'; scripts/setup.sh does it)")
 pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ray[data]')")
@@ -94,3 +97,20 @@ def test_a_failure_in_a_ray_worker_is_one_clear_error(ray_cluster: None, tmp_pat
     with pytest.raises(IngestError, match=r"the Ray engine failed: RuntimeError: the embedding worker failed"):
         ingest([docs], f"qdrant:{tmp_path / 'store'}", IngestSettings(engine="ray", show_progress=False),
                embed_model=FailingEmbedding())
+
+
+def test_ray_engine_into_a_chroma_server(ray_cluster: None, chroma_server: str, tmp_path: Path) -> None:  # noqa: F811
+    """``--engine ray`` with a Chroma server (``chroma run``) as the store: the rows equal the local engine's into
+    an embedded store, and a second run changes nothing."""
+    docs = tmp_path / "docs"
+    write_contracts(docs, 3)
+    remote = StoreSpec.parse(chroma_server, tmp_path / "state")
+    report = ingest([docs], remote, IngestSettings(engine="ray", workers=1, show_progress=False),
+                    embed_model=FakeEmbedding())
+    local = f"chroma:{tmp_path / 'local'}"
+    first = ingest([docs], local, IngestSettings(show_progress=False), embed_model=FakeEmbedding())
+    assert (report.new, report.chunks_written) == (3, first.chunks_written) > (0, 0)
+    assert sorted(http_rows(remote)) == sorted(rows(local))  # the same node ids
+    again = ingest([docs], remote, IngestSettings(engine="ray", workers=1, show_progress=False),
+                   embed_model=FakeEmbedding())
+    assert (again.new, again.changed, again.unchanged, again.chunks_written) == (0, 0, 3, 0)

@@ -17,6 +17,7 @@ from llama_index_sac.apps.ingest import commands
 from llama_index_sac.apps.ingest.files import IngestError
 from llama_index_sac.apps.ingest.query import QueryHit
 from llama_index_sac.apps.ingest.run import IngestReport
+from tests.conftest import fake_searcher
 
 runner = CliRunner()
 HOSTILE = "a\nerror: injected line\r\x1b[2Kerror: rewritten\u202eevil\udcff.txt"
@@ -52,7 +53,7 @@ def test_ingest_warnings_errors_and_query_hits_cannot_forge_lines(tmp_path: Path
     assert lines[1].startswith("error: nothing could be read") and "\\u202eevil\\udcff.txt" in lines[1]
 
     hit = QueryHit(doc_id=HOSTILE, start=0, end=5, score=0.5, summary=f"S\n{HOSTILE}", text=f"T\x1b[2K{HOSTILE}")
-    monkeypatch.setattr(commands, "query", lambda *a, **k: [hit])
+    monkeypatch.setattr(commands, "Searcher", fake_searcher([hit]))
     out = runner.invoke(app, ["query", "q", "--vector-store", f"chroma:{tmp_path / 's'}"])
     assert out.exit_code == 0, out.output
     assert len(out.stdout.splitlines()) == 3 and "\x1b" not in out.stdout

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself
     from typer._click.exceptions import ClickException, UsageError
@@ -48,6 +48,7 @@ except ImportError:  # pragma: no cover - older click: no_args_is_help prints th
 
 from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
+from llama_index_sac.apps._output import cli_output
 from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
     SUMMARIZER_KINDS,
@@ -130,6 +131,26 @@ class _OneLineErrorGroup(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+class _Command(TyperCommand):
+    """A command whose help shows no type after a flag (``--json``, not ``--json <bool>``) and its arguments as
+    ``PATHS...`` / ``[QUESTION]`` in the usage line (typer would write ``{paths}...``)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = (param.metavar or param.name or "").upper() + ("..." if param.nargs != 1 else "")
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
 app = typer.Typer(
     name="llama-sac",
     cls=_OneLineErrorGroup,
@@ -143,6 +164,7 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """llama-index-sac command line."""
+    cli_output()  # warnings and log records: one `warning: ...` line each, no file location
 
 
 def _split_list(values: list[str] | None, option: str, sep: str = ",") -> list[str]:
@@ -183,7 +205,7 @@ _KS = ",".join(map(str, field_default(RunSettings, "ks")))
 _SCOPE: Scope = field_default(LoaderOptions, "scope")
 
 
-@app.command("eval")
+@app.command("eval", cls=_Command)
 def eval_command(
     data_dir: Annotated[Path | None, typer.Option(
         help="LegalBench-RAG data folder (corpus/ or corpus.tar.xz + benchmarks/ or benchmarks_mini/). Default: the "
@@ -279,7 +301,7 @@ if TYPE_CHECKING:
 _DEFAULT_LBR = Path("..") / "shared" / "data" / "legalbenchrag"
 
 
-@app.command("report")
+@app.command("report", cls=_Command)
 def report_command(
     run: Annotated[Path, typer.Argument(help="A run folder of llama-sac eval, or its results.json.")],
     markdown: Annotated[bool, typer.Option(help="Markdown tables (overall, then per dataset).")] = False,
@@ -371,12 +393,19 @@ def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | N
 
 
 # `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in harness/ingest*.py)
-from llama_index_sac.apps.ingest.commands import ingest_command, ls_command, query_command, rm_command  # noqa: E402
+from llama_index_sac.apps.ingest.commands import (  # noqa: E402
+    ingest_command,
+    ls_command,
+    query_command,
+    rm_command,
+    serve_command,
+)
 
-app.command("ingest")(ingest_command)
-app.command("query")(query_command)
-app.command("ls")(ls_command)
-app.command("rm")(rm_command)
+app.command("ingest", cls=_Command)(ingest_command)
+app.command("query", cls=_Command)(query_command)
+app.command("serve", cls=_Command)(serve_command)
+app.command("ls", cls=_Command)(ls_command)
+app.command("rm", cls=_Command)(rm_command)
 
 
 def main() -> None:

@@ -51,7 +51,6 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny,
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 
-from llama_index_sac._util import require_extra
 from llama_index_sac.node_parser.base import callable_identity
 from llama_index_sac.node_parser.recursive import recursive_chunk_spans
 from llama_index_sac.summarizers._map_reduce import group_by_length
@@ -62,6 +61,7 @@ from llama_index_sac.summarizers.base import (
     cut_at_word_boundary,
     normalize_summary,
 )
+from llama_index_sac.summarizers.llm_clients import gguf_llm, openai_like_llm, openai_llm
 from llama_index_sac.summarizers.prompts import (
     COMMERCIAL_CONTRACT_SUMMARY_PROMPT,
     GENERIC_SUMMARY_PROMPT,
@@ -206,11 +206,12 @@ class LLMSummarizer(BaseSummarizer):
     # -- constructors ---------------------------------------------------------------------------------------
     @classmethod
     def from_openai(cls, model: str = "gpt-4o-mini", *, temperature: float = 0.0, max_tokens: int = 256,
-                    **kwargs: Any) -> LLMSummarizer:
-        """Summarizer on OpenAI's API (``llama-index-llms-openai``; reads ``OPENAI_API_KEY``). The client's own
-        retries are off (``max_retries=0``): this class retries."""
-        OpenAI = require_extra("llama_index.llms.openai", "openai", "LLMSummarizer.from_openai").OpenAI  # noqa: N806
-        return cls(llm=OpenAI(model=model, temperature=temperature, max_tokens=max_tokens, max_retries=0), **kwargs)
+                    api_key: str | None = None, api_base: str | None = None, **kwargs: Any) -> LLMSummarizer:
+        """Summarizer on OpenAI's API (``llama-index-llms-openai``; ``api_key`` default ``OPENAI_API_KEY``,
+        ``api_base`` another endpoint). The client's own retries are off (``max_retries=0``): this class retries.
+        Raises ``ValueError`` at once without key or endpoint (every request would fail), ``ImportError`` without
+        the extra."""
+        return cls(llm=openai_llm(model, temperature, max_tokens, api_key, api_base), **kwargs)
 
     @classmethod
     def from_openai_like(cls, api_base: str, model: str, *, api_key: str = "not-needed",
@@ -218,12 +219,8 @@ class LLMSummarizer(BaseSummarizer):
                          request_timeout: float = 120.0, **kwargs: Any) -> LLMSummarizer:
         """Summarizer on any OpenAI-compatible server (``llama_cpp.server``, vLLM...) at ``api_base`` (e.g.
         ``http://127.0.0.1:8000/v1``), through ``llama-index-llms-openai-like`` as a chat model."""
-        OpenAILike = require_extra(  # noqa: N806 (a class)
-            "llama_index.llms.openai_like", "openai", "LLMSummarizer.from_openai_like").OpenAILike
-        llm = OpenAILike(model=model, api_base=api_base, api_key=api_key, is_chat_model=True,
-                         context_window=context_window, temperature=temperature, max_tokens=max_tokens,
-                         max_retries=0, timeout=request_timeout)
-        return cls(llm=llm, **kwargs)
+        return cls(llm=openai_like_llm(api_base, model, api_key, context_window, temperature, max_tokens,
+                                       request_timeout), **kwargs)
 
     @classmethod
     def from_gguf(cls, model_path: str | os.PathLike[str], *, n_ctx: int = 2048, max_new_tokens: int = 128,
@@ -233,17 +230,7 @@ class LLMSummarizer(BaseSummarizer):
 
         ``max_input_chars`` defaults to what fits ``n_ctx``. Raises ``FileNotFoundError`` for a missing file and
         ``ImportError`` (naming the package) when llama.cpp support is not installed."""
-        path = os.path.expanduser(os.fspath(model_path))
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"GGUF model not found: {path}")
-        LlamaCPP = require_extra(  # noqa: N806 (a class)
-            "llama_index.llms.llama_cpp", "llamacpp", "LLMSummarizer.from_gguf (or bash scripts/setup-llm.sh)").LlamaCPP
-        model_kwargs: dict[str, Any] = {"n_threads": n_threads} if n_threads else {}
-        llm = LlamaCPP(model_path=path, temperature=temperature, max_new_tokens=max_new_tokens, context_window=n_ctx,
-                       generate_kwargs={}, model_kwargs=model_kwargs, verbose=False,
-                       messages_to_prompt=chatml_messages_to_prompt,
-                       completion_to_prompt=chatml_completion_to_prompt)
-        return cls(llm=llm, **kwargs)
+        return cls(llm=gguf_llm(model_path, n_ctx, max_new_tokens, n_threads, temperature), **kwargs)
 
     @classmethod
     def expert_nda(cls, llm: LLM, *, max_chars: int = 300, **kwargs: Any) -> LLMSummarizer:

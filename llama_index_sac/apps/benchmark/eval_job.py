@@ -19,6 +19,7 @@ from typing import Any
 from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_sac import settings as library
+from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.benchmark import factories, report
 from llama_index_sac.apps.benchmark.components import LLMSummarizerSettings
 from llama_index_sac.apps.benchmark.config import (
@@ -179,7 +180,7 @@ def llm_endpoint(config: RunConfig) -> str:
 
 def summary_failure(exc: Exception, configs: Sequence[RunConfig]) -> str:
     """The ``error:`` text of a failed summary: the configuration(s), the endpoint and the document."""
-    message = str(exc)
+    message = for_cli(str(exc))
     llm = [c for c in configs if c.summarizer.kind == "llm"]
     names = ", ".join(repr(c.name) for c in llm) or "?"
     endpoints = [e for e in dict.fromkeys(llm_endpoint(c) for c in llm) if e not in message]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import warnings
 from pathlib import Path
 from typing import Annotated, Literal
@@ -21,14 +22,17 @@ import typer
 
 from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
+from llama_index_sac.apps._output import for_cli
+from llama_index_sac.apps.ingest.files import StoreSpec
 from llama_index_sac.apps.ingest.manage import list_documents, remove
 from llama_index_sac.apps.ingest.pages import page_label
-from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
+from llama_index_sac.apps.ingest.query import MAX_K, QueryHit, Searcher, check_question
+from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
 from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 
-__all__ = ["ingest_command", "ls_command", "query_command", "rm_command"]
+__all__ = ["ingest_command", "ls_command", "query_command", "read_questions", "rm_command", "serve_command"]
 
 _TEXT_CHARS = 300  # characters of a chunk shown by `query`
 ParserChoice = Literal["recursive", "semantic", "hybrid"]
@@ -48,7 +52,11 @@ def ingest_command(
         help="Folders (walked recursively) and files: .txt, .md, .pdf, .docx (the last two with the documents "
         "extra).", show_default=False)],
     vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR (embedded, on disk; "
-                                              "created if missing).", show_default=False)],
+                                              "created if missing), or chroma-http://HOST:PORT (a Chroma server).",
+                                              show_default=False)],
+    state_dir: Annotated[Path | None, typer.Option(
+        help="chroma-http:// stores: the local folder of the ingest record (default "
+        "~/.local/state/llama-sac/chroma-http-HOST-PORT).", show_default=False)] = None,
     collection: Annotated[str | None, field_option(IngestSettings, "collection")] = None,
     engine: Annotated[Literal["local", "ray"] | None, field_option(IngestSettings, "engine")] = None,
     parser: Annotated[ParserChoice | None, field_option(
@@ -83,8 +91,8 @@ def ingest_command(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode
-            report = ingest([str(p) for p in paths], vector_store, settings, labels=label,
-                            log=lambda line: typer.echo(f"warning: {printable(line)}", err=True))
+            report = ingest([str(p) for p in paths], StoreSpec.parse(vector_store, state_dir), settings, labels=label,
+                            log=lambda line: typer.echo(f"warning: {printable(for_cli(line))}", err=True))
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
@@ -101,32 +109,33 @@ def _shorten(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-def query_command(
-    question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
-    vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR, as ingested.",
-                                              show_default=False)],
-    collection: Annotated[str, field_option(IngestSettings, "collection")] = _COLLECTION,
-    k: Annotated[int, typer.Option("--k", help="Number of chunks.")] = 5,
-    embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
-                                                    "ingested with).")] = None,
-    document_aware: Annotated[bool, typer.Option(
-        "--document-aware", help="Rank with DocumentAwareRetriever: the documents' summaries and names weigh in.")
-    ] = False,
-    progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
-) -> None:
-    """Print the top-k chunks of a question: document, character offsets, score, document summary, chunk text."""
-    logging.basicConfig(level=logging.WARNING)
+def read_questions(source: str) -> list[str]:
+    """The questions of ``--questions``: a file (``-``: standard input), one question a line, strict UTF-8; blank
+    lines are skipped.
+
+    Raises:
+        IngestError: the file cannot be read, a line is not UTF-8 text (named by its number), or no question.
+    """
+    name = "standard input" if source == "-" else source
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
-            hits = query(question, vector_store, collection=collection, k=k, embed_model_name=embed_model,
-                         document_aware=document_aware, show_progress=progress)
-    except (IngestError, ImportError) as exc:
-        raise _fail(str(exc)) from None
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     except OSError as exc:
-        raise _fail(f"{type(exc).__name__}: {exc}") from None
-    if not hits:
-        typer.echo("no chunks in the collection")
+        raise IngestError(f"--questions: cannot read {name} ({type(exc).__name__}: {exc.strerror or exc})") from None
+    questions = []
+    for number, line in enumerate(data.splitlines(), 1):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise IngestError(f"--questions: {name} line {number} is not UTF-8 text (byte 0x{line[exc.start]:02x} "
+                              f"at byte {exc.start + 1})") from None
+        if text.strip():
+            questions.append(check_question(text.strip(), f"--questions: {name} line {number}"))
+    if not questions:
+        raise IngestError(f"--questions: {name} holds no question (one question a line)")
+    return questions
+
+
+def _print_hits(hits: list[QueryHit]) -> None:
     for rank, hit in enumerate(hits, 1):
         score = "?" if hit.score is None else f"{hit.score:.4f}"
         pages = "" if hit.pages is None else f", {page_label(*hit.pages)}"
@@ -134,6 +143,114 @@ def query_command(
         typer.echo(f"   summary: {printable(hit.summary) if hit.summary is not None else '(none)'}")
         typer.echo(f"   text: {printable(_shorten(hit.text, _TEXT_CHARS))}")
 
+
+def query_command(
+    vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR, qdrant:DIR or "
+                                              "chroma-http://HOST:PORT, as ingested.", show_default=False)],
+    state_dir: Annotated[Path | None, typer.Option(
+        help="chroma-http:// stores: the local folder of the ingest record (default "
+        "~/.local/state/llama-sac/chroma-http-HOST-PORT).", show_default=False)] = None,
+    question: Annotated[str | None, typer.Argument(help="The question (or --questions).", show_default=False)]
+    = None,
+    questions: Annotated[str | None, typer.Option(
+        "--questions", metavar="FILE", help="Questions, one a line (strict UTF-8; - reads standard input).",
+        show_default=False)] = None,
+    collection: Annotated[str, typer.Option(help="Collection in the store.")] = _COLLECTION,
+    k: Annotated[int, typer.Option("--k", min=1, max=MAX_K, help="Number of chunks per question.")] = 5,
+    embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
+                                                    "ingested with).")] = None,
+    document_aware: Annotated[bool, typer.Option(
+        "--document-aware", help="Rank with DocumentAwareRetriever: the documents' summaries and names weigh in.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per question and line: the question and "
+                                          "its hits (document, pages, start, end, score, summary, text).")] = False,
+    progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
+) -> None:
+    """Print the top-k chunks of questions: document, pages, character offsets, score, document summary, chunk
+    text."""
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        if (question is None) == (questions is None):
+            raise IngestError("give one QUESTION or --questions FILE (- for standard input)")
+        asked = [check_question(question)] if question is not None else read_questions(str(questions))
+        spec = StoreSpec.parse(vector_store, state_dir)
+        with warnings.catch_warnings(), Searcher(spec, collection=collection, embed_model_name=embed_model,
+                                                 document_aware=document_aware, show_progress=progress) as searcher:
+            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+            if searcher.ingest_in_progress:
+                typer.echo(f"an ingest into {searcher.spec} (collection {collection}) is in progress: no chunks yet, "
+                           "ask again when it has finished", err=as_json)
+            for number, text in enumerate(asked, 1):
+                hits = searcher.search(text, k)
+                if as_json:
+                    typer.echo(json.dumps({"query": text, "k": k, "hits": [h.to_dict() for h in hits]},
+                                          ensure_ascii=False))
+                    continue
+                if len(asked) > 1:
+                    typer.echo(f"{'' if number == 1 else chr(10)}Q{number}: {printable(text)}")
+                if not hits and not searcher.ingest_in_progress:
+                    typer.echo("no chunks in the collection")
+                _print_hits(hits)
+    except (IngestError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted") from None
+
+
+def serve_command(
+    vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR, qdrant:DIR or "
+                                              "chroma-http://HOST:PORT, as ingested.", show_default=False)],
+    state_dir: Annotated[Path | None, typer.Option(
+        help="chroma-http:// stores: the local folder of the ingest record (default "
+        "~/.local/state/llama-sac/chroma-http-HOST-PORT).", show_default=False)] = None,
+    collection: Annotated[str, typer.Option(help="Collection in the store.")] = _COLLECTION,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default: nothing else reaches it).")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one, printed).")] = 8765,
+    k: Annotated[int, typer.Option("--k", min=1, max=MAX_K, help="Chunks per question when a request has no k.")]
+    = 5,
+    embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
+                                                    "ingested with).")] = None,
+    document_aware: Annotated[bool, typer.Option(
+        "--document-aware", help="Rank with DocumentAwareRetriever (its document index is read once, at start).")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
+) -> None:
+    """Answer questions over HTTP (JSON): POST /query {"query": ..., "k": ...} returns the hits, GET /health the
+    collection; the store and the model stay open. Ctrl-C (or SIGTERM) stops it."""
+    from llama_index_sac.apps.ingest.serve import QueryServer, run_server
+
+    logging.basicConfig(level=logging.WARNING)
+
+    def ready(address: tuple[str, int]) -> None:
+        typer.echo(f"serving {searcher.spec} (collection {collection}) on http://{address[0]}:{address[1]} "
+                   "(POST /query, GET /health; Ctrl-C stops)")
+        sys.stdout.flush()
+
+    try:
+        spec = StoreSpec.parse(vector_store, state_dir)
+        try:  # the address first: a port in use is said before the model loads
+            server = QueryServer((host, port), None, k)
+        except OSError as exc:
+            raise IngestError(f"cannot serve on {host}:{port}: {type(exc).__name__}: {exc.strerror or exc}") from None
+        try:
+            with warnings.catch_warnings(), Searcher(spec, collection=collection, embed_model_name=embed_model,
+                                                     document_aware=document_aware,
+                                                     show_progress=progress) as searcher:
+                warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+                server.searcher = searcher
+                run_server(server, ready)
+        finally:
+            server.server_close()
+    except (IngestError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except KeyboardInterrupt:  # while the store or the model was loading
+        pass
+    typer.echo("stopped", err=True)
 
 def ls_command(
     vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR, as ingested.",

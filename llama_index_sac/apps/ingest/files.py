@@ -5,8 +5,9 @@
   within limits); one document per file, its id given by the caller (``ingest``: the folder label and the path inside
   the folder, :mod:`~llama_index_sac.apps.ingest.identity`), its metadata the stable part of LlamaIndex's file
   metadata (and a PDF's or DOCX's page table, :mod:`~llama_index_sac.apps.ingest.pages`).
-* :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded) or ``qdrant:DIR`` (``QdrantClient``
-  local mode); opened by :mod:`~llama_index_sac.apps.ingest.store`.
+* :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded), ``qdrant:DIR`` (``QdrantClient``
+  local mode) or ``chroma-http://HOST:PORT`` (a Chroma server, ``chromadb.HttpClient``, whose ingest record lives in a
+  local state directory); opened by :mod:`~llama_index_sac.apps.ingest.store`.
 * :class:`IngestRecord`: ``DIR/.llama-sac-docstore/<collection>/`` holds what the next run needs: ``docstore.json``
   (LlamaIndex's ``SimpleDocumentStore``: one hash per document, no texts), ``settings.json`` (the settings the
   collection was built with: parser, summary and embedding model, and the kind of store, ``chroma`` or ``qdrant``),
@@ -24,6 +25,7 @@ import mimetypes
 import os
 import re
 import stat
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +40,8 @@ from llama_index_sac.apps.ingest.pages import paged_document
 from llama_index_sac.apps.ingest.readers import Unreadable, docx_text, join_pages, pdf_pages, read_limited, shown
 
 __all__ = ["COLLECTION_PATTERN", "MAX_FILE_BYTES", "MAX_PAGES", "PLAIN_SUFFIXES", "RECORD_DIR", "SUFFIXES",
-           "IngestError", "IngestRecord", "StoreSpec", "Unreadable", "check_collection", "find_files", "read_file",
+           "IngestError", "IngestRecord", "StoreSpec", "Unreadable", "check_collection", "default_state_dir",
+           "find_files", "read_file",
            "why_unreadable"]
 
 #: Read as plain UTF-8 text, always; the exact file content is the document (offsets point into it).
@@ -76,26 +79,69 @@ def _damaged(path: Path, problem: str) -> IngestError:
 
 @dataclass(frozen=True)
 class StoreSpec:
-    """Where the vector store lives: ``kind`` (``"chroma"`` or ``"qdrant"``) and an absolute directory."""
+    """Where the vector store lives: ``kind`` (``"chroma"``, ``"qdrant"`` or ``"chroma-http"``) and an absolute
+    directory: the store's own for the embedded stores; for a Chroma server (``url``), the local state directory that
+    holds the ingest record (:func:`default_state_dir` unless given)."""
 
-    kind: Literal["chroma", "qdrant"]
+    kind: Literal["chroma", "qdrant", "chroma-http"]
     path: Path
+    url: str | None = None
 
     @classmethod
-    def parse(cls, spec: str) -> StoreSpec:
-        """``"chroma:DIR"`` or ``"qdrant:DIR"`` (``~`` expanded, made absolute).
+    def parse(cls, spec: str, state_dir: str | os.PathLike[str] | None = None) -> StoreSpec:
+        """``"chroma:DIR"``, ``"qdrant:DIR"`` (``~`` expanded, made absolute) or ``"chroma-http://HOST:PORT"`` (a
+        Chroma server, ``chroma run``; its ingest record in ``state_dir``).
 
         Raises:
-            IngestError: another form, an unknown kind or an empty directory.
+            IngestError: another form, an unknown kind, an empty directory, a URL without host or port, or
+                ``state_dir`` with an embedded store.
         """
-        kind, sep, rest = str(spec).partition(":")
+        spec = str(spec)
+        if spec.startswith(_HTTP_PREFIX):
+            host, port = _host_port(spec)
+            state = state_dir if state_dir is not None else default_state_dir(host, port)
+            return cls("chroma-http", Path(os.path.abspath(os.path.expanduser(state))), f"http://{host}:{port}")
+        kind, sep, rest = spec.partition(":")
         if not sep or kind not in ("chroma", "qdrant") or not rest.strip():
-            raise IngestError(f"--vector-store: expected chroma:DIR or qdrant:DIR, got {spec!r}")
+            raise IngestError(f"--vector-store: expected chroma:DIR, qdrant:DIR or {_HTTP_PREFIX}HOST:PORT, "
+                              f"got {spec!r}")
+        if state_dir is not None:
+            raise IngestError(f"--state-dir applies to {_HTTP_PREFIX}HOST:PORT stores (an embedded store keeps its "
+                              "ingest record in its own folder)")
         path = Path(os.path.abspath(os.path.expanduser(rest)))
         return cls("chroma" if kind == "chroma" else "qdrant", path)
 
+    @property
+    def host_port(self) -> tuple[str, int]:
+        """A Chroma server's host and port."""
+        assert self.url is not None
+        host, _, port = self.url.removeprefix("http://").rpartition(":")
+        return host.strip("[]"), int(port)
+
     def __str__(self) -> str:
-        return f"{self.kind}:{self.path}"
+        return f"{_HTTP_PREFIX}{self.url.removeprefix('http://')}" if self.url else f"{self.kind}:{self.path}"
+
+
+_HTTP_PREFIX = "chroma-http://"
+
+
+def _host_port(spec: str) -> tuple[str, int]:
+    try:
+        parts = urllib.parse.urlsplit("http://" + spec.removeprefix(_HTTP_PREFIX))
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if not host or port is None or parts.path.strip("/") or parts.query or parts.username:
+        raise IngestError(f"--vector-store: expected {_HTTP_PREFIX}HOST:PORT (a Chroma server, chroma run), "
+                          f"got {spec[:200]!r}")
+    return (f"[{host}]" if ":" in host else host), port
+
+
+def default_state_dir(host: str, port: int) -> Path:
+    """Where the ingest record of a Chroma server's collections lives unless ``--state-dir`` says otherwise:
+    ``$XDG_STATE_HOME/llama-sac/chroma-http-HOST-PORT`` (``~/.local/state`` when ``XDG_STATE_HOME`` is unset)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base, "llama-sac", f"chroma-http-{host.strip('[]').replace(':', '_')}-{port}")
 
 
 def check_collection(name: str) -> str:
@@ -174,6 +220,25 @@ class IngestRecord:
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
+    def ingest_running(self) -> bool:
+        """Whether an ``ingest`` holds :meth:`lock` now (tested with a shared lock taken and released at once;
+        nothing is created: ``False`` when there is no lock file)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return False
+        try:
+            handle = open(self.directory / "lock", "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            return False
+        with handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            return False
+
     def exists(self) -> bool:
         return self.settings_path.is_file()
 
@@ -204,7 +269,7 @@ class IngestRecord:
             raise _damaged(self.settings_path, f"has no settings object (settings: {_short(value.get('settings'))})")
         if not isinstance(value.get("embed_model_name"), (str, type(None))):
             raise _damaged(self.settings_path, "has an embed_model_name that is not a string")
-        if value.get("store") not in (None, "chroma", "qdrant"):
+        if value.get("store") not in (None, "chroma", "qdrant", "chroma-http"):
             raise _damaged(self.settings_path, f"names an unknown kind of store ({_short(value.get('store'))})")
         return value
 

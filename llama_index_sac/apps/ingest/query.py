@@ -1,28 +1,38 @@
-"""``llama-sac query``: the top-k chunks of a question in a collection written by ``llama-sac ingest``.
+"""``llama-sac query`` / ``serve``: the top-k chunks of questions in a collection written by ``llama-sac ingest``.
 
-:func:`query` only reads: the folder must already be a store of the kind named (checked before any client is opened,
+:class:`Searcher` opens the collection and loads the embedding model once, then answers any number of questions
+(``query`` with many questions, ``serve`` for its whole life); :func:`query` is one question. Only reads: the folder
+must already be a store of the kind named (checked before any client is opened,
 :func:`~llama_index_sac.apps.ingest.store.check_store_folder`), so a wrong folder or kind is refused without
-creating anything. :func:`model_loading_progress` switches the embedding model's loading bars (``transformers`` and
-``huggingface_hub``) off and on again, for ``--no-progress``.
+creating anything. An embedding model other than the collection's is refused by name before it is loaded.
+:func:`check_question` is the rule for a question (text, UTF-8, not empty); :func:`model_loading_progress` switches
+the embedding model's loading bars (``transformers`` and ``huggingface_hub``) off and on again, for ``--no-progress``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore
 
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
-from llama_index_sac.apps.ingest.store import open_store
-from llama_index_sac.embeddings.model import default_embedding_model
+from llama_index_sac.apps.ingest.store import open_store, store_errors
+from llama_index_sac.embeddings.model import DEFAULT_EMBED_MODEL_NAME, default_embedding_model
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.settings import model_identity
 
-__all__ = ["QueryHit", "load_model", "model_loading_progress", "query"]
+__all__ = ["MAX_K", "QueryHit", "Searcher", "check_k", "check_question", "load_model", "model_loading_progress",
+           "query"]
+
+#: The largest ``k`` a query may ask for (the stores' clients overflow on huge values).
+MAX_K = 10_000
+_DEFAULT_NAMES = {None, DEFAULT_EMBED_MODEL_NAME, DEFAULT_EMBED_MODEL_NAME.rsplit("/", 1)[-1]}
 
 
 @contextmanager
@@ -59,6 +69,39 @@ def load_model(name: str | None, show_progress: bool) -> BaseEmbedding:
             raise IngestError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 
 
+def check_question(question: Any, where: str = "the question") -> str:
+    """``question`` if it is a non-empty string that is valid Unicode text (encodable as UTF-8).
+
+    A command-line argument that is not UTF-8 arrives with its bytes as lone surrogates (Python's
+    ``surrogateescape``); they are refused here, naming the first bad byte.
+
+    Raises:
+        IngestError: not a string, empty or only whitespace, or not UTF-8 text (``where`` names it).
+    """
+    if not isinstance(question, str):
+        raise IngestError(f"{where} must be a string, got {type(question).__name__}")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(question[exc.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"lone surrogate U+{code:04X}"
+        raise IngestError(f"{where} is not UTF-8 text ({what} at character {exc.start + 1})") from None
+    if not question.strip():
+        raise IngestError(f"{where} is empty")
+    return question
+
+
+def check_k(k: Any) -> int:
+    """``k`` if it is an integer from 1 to :data:`MAX_K`.
+
+    Raises:
+        IngestError: anything else.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise IngestError(f"--k must be an integer from 1 to {MAX_K}, got {k!r}"[:200])
+    return k
+
+
 @dataclass(frozen=True)
 class QueryHit:
     """One retrieved chunk: its document, character offsets ``[start, end)`` in the document, the store's score
@@ -73,57 +116,142 @@ class QueryHit:
     text: str
     pages: tuple[int, int] | None = None
 
+    @classmethod
+    def from_node(cls, hit: NodeWithScore) -> QueryHit:
+        node, meta = hit.node, hit.node.metadata
+        first, last = meta.get("page_start"), meta.get("page_end", meta.get("page_start"))
+        pages = (int(first), int(last)) if isinstance(first, int) and isinstance(last, int) else None
+        return cls(doc_id=node.ref_doc_id or node.node_id, start=getattr(node, "start_char_idx", None),
+                   end=getattr(node, "end_char_idx", None), score=hit.score, summary=meta.get("document_summary"),
+                   text=node.get_content(), pages=pages)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as JSON: ``document``, ``pages`` (``{"start", "end"}`` or ``null``), ``start``, ``end``,
+        ``score``, ``summary``, ``text``."""
+        pages = None if self.pages is None else {"start": self.pages[0], "end": self.pages[1]}
+        return {"document": self.doc_id, "pages": pages, "start": self.start, "end": self.end, "score": self.score,
+                "summary": self.summary, "text": self.text}
+
+
+class Searcher:
+    """A collection open for questions: the store opened and the embedding model loaded once (a context manager;
+    the store's client is closed on exit).
+
+    The embedding model is ``embed_model``, else ``embed_model_name``, else the one the collection was ingested with.
+    With ``document_aware``, :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults ranks the chunks (its
+    document index is read from the collection once, on opening). While an ``ingest`` holds the collection's lock
+    and the collection has no row yet (or does not exist yet), ``ingest_in_progress`` is true and every search
+    returns ``[]``.
+
+    Attributes (after entering): ``rows`` (the collection's rows on opening), ``ingest_in_progress``.
+
+    Raises (on entering):
+        IngestError: a missing store or collection, a folder that is not a store of that kind (or whose ingest
+            record names the other kind), a store that cannot be read, or an embedding model other than the
+            collection's (refused by name before loading when ``embed_model_name`` names another model).
+    """
+
+    def __init__(self, store: StoreSpec | str, *, collection: str = "llama-sac",
+                 embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
+                 document_aware: bool = False, show_progress: bool = True) -> None:
+        self.spec = store if isinstance(store, StoreSpec) else StoreSpec.parse(store)
+        self.collection = collection
+        self._embed, self._name = embed_model, embed_model_name
+        self.document_aware, self.show_progress = document_aware, show_progress
+        self.rows, self.ingest_in_progress = 0, False
+        self._stack = ExitStack()
+        self._index: VectorStoreIndex | None = None
+        self._documents: DocumentIndex | None = None
+
+    def __enter__(self) -> Searcher:
+        try:
+            self._open()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stack.close()
+
+    def _open(self) -> None:
+        record = IngestRecord(self.spec, self.collection)
+        recorded = record.settings()
+        built = (recorded or {}).get("settings", {}).get("embed_model") or {}
+        if self._embed is None and self._name is not None and built:
+            self._check_name(recorded or {}, built)
+        running = record.ingest_running()
+        try:
+            opened = self._stack.enter_context(open_store(self.spec, self.collection, create=False,
+                                                          empty_ok=record.exists(),
+                                                          recorded_kind=record.store_kind()))
+        except IngestError:
+            if running:  # the first ingest has not created the store or the collection yet
+                self.ingest_in_progress = True
+                return
+            raise
+        self.rows = opened.rows
+        if opened.rows == 0:
+            self.ingest_in_progress = running
+            return
+        name = self._name if self._name is not None else (recorded or {}).get("embed_model_name")
+        try:
+            embed = self._embed if self._embed is not None else load_model(name, self.show_progress)
+        except ValueError as exc:
+            raise IngestError(str(exc)) from None
+        if built and built != model_identity(embed):
+            raise IngestError(f"collection {self.collection!r} was embedded with {built}, not "
+                              f"{model_identity(embed)}: pass that --embed-model")
+        self._index = VectorStoreIndex.from_vector_store(opened.vector_store, embed_model=embed)
+        if self.document_aware:
+            try:
+                self._documents = DocumentIndex.from_source(opened.vector_store)
+            except ValueError as exc:  # no summaries: not a SAC collection
+                raise IngestError(f"--document-aware: {exc}") from None
+
+    def _check_name(self, recorded: dict[str, Any], built: dict[str, Any]) -> None:
+        """Refuse ``embed_model_name`` at once when it is not the model the collection was built with."""
+        asked = DEFAULT_EMBED_MODEL_NAME if self._name in _DEFAULT_NAMES else self._name
+        if asked in (built.get("model_name"), recorded.get("embed_model_name")):
+            return
+        used = built.get("model_name") or recorded.get("embed_model_name") or "another model"
+        raise IngestError(f"--embed-model: collection {self.collection!r} was embedded with {used}, not "
+                          f"{self._name}: leave --embed-model out (the collection's model is used) or pass that one")
+
+    def search(self, question: str, k: int = 5) -> list[QueryHit]:
+        """The ``k`` chunks closest to ``question``, best first (``[]`` for an empty collection).
+
+        Raises:
+            IngestError: an empty or non-UTF-8 question, ``k`` outside 1 to :data:`MAX_K`, a store that cannot be read
+                or answer (e.g. a query vector of another dimension than the collection's).
+        """
+        check_question(question)
+        check_k(k)
+        if self._index is None:
+            return []
+        try:
+            if self._documents is not None:
+                hits = DocumentAwareRetriever(self._index, self._documents, similarity_top_k=k).retrieve(question)
+            else:
+                hits = self._index.as_retriever(similarity_top_k=k).retrieve(question)
+        except store_errors(self.spec.kind) as exc:  # e.g. vectors of another dimension than the collection's
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise IngestError(f"{self.spec} cannot answer ({type(exc).__name__}: {first}); was the collection "
+                              "built with another --embed-model?") from None
+        return [QueryHit.from_node(h) for h in hits]
+
 
 def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac", k: int = 5,
           embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
           document_aware: bool = False, show_progress: bool = True) -> list[QueryHit]:
-    """The ``k`` chunks of the collection closest to ``question``, best first (``[]`` for an empty collection).
-
-    The embedding model is ``embed_model``, else ``embed_model_name``, else the one the collection was ingested with.
-    With ``document_aware``, :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults
-    ranks them (its document index is read from the collection: every row once per call). Nothing is created or
-    written: the folder must be a store of the kind named.
+    """The ``k`` chunks of the collection closest to ``question``, best first (``[]`` for an empty collection): one
+    question through a :class:`Searcher` (see it for the arguments). Nothing is created or written.
 
     Raises:
-        IngestError: an empty question, ``k < 1``, a missing store or collection, a folder that is not a store of
-            that kind (or whose ingest record names the other kind), a store that cannot be read, or an embedding
-            model other than the collection's.
+        IngestError: an empty or non-UTF-8 question, ``k`` outside 1 to :data:`MAX_K`, and see :class:`Searcher`.
     """
-    if not question.strip():
-        raise IngestError("the question is empty")
-    if k < 1:
-        raise IngestError(f"--k must be at least 1, got {k}")
-    spec = store if isinstance(store, StoreSpec) else StoreSpec.parse(store)
-    record = IngestRecord(spec, collection)
-    recorded = record.settings()
-    name = embed_model_name if embed_model_name is not None else (recorded or {}).get("embed_model_name")
-    with open_store(spec, collection, create=False, empty_ok=record.exists(),
-                    recorded_kind=record.store_kind()) as opened:
-        if opened.rows == 0:
-            return []
-        try:
-            embed = embed_model if embed_model is not None else load_model(name, show_progress)
-        except ValueError as exc:
-            raise IngestError(str(exc)) from None
-        if recorded is not None and recorded["settings"].get("embed_model") != model_identity(embed):
-            raise IngestError(f"collection {collection!r} was embedded with {recorded['settings']['embed_model']}, "
-                              f"not {model_identity(embed)}: pass that --embed-model")
-        index = VectorStoreIndex.from_vector_store(opened.vector_store, embed_model=embed)
-        if document_aware:
-            try:
-                documents = DocumentIndex.from_source(opened.vector_store)
-            except ValueError as exc:  # no summaries: not a SAC collection
-                raise IngestError(f"--document-aware: {exc}") from None
-            hits = DocumentAwareRetriever(index, documents, similarity_top_k=k).retrieve(question)
-        else:
-            hits = index.as_retriever(similarity_top_k=k).retrieve(question)
-    return [QueryHit(doc_id=h.node.ref_doc_id or h.node.node_id, start=getattr(h.node, "start_char_idx", None),
-                     end=getattr(h.node, "end_char_idx", None), score=h.score,
-                     summary=h.node.metadata.get("document_summary"), text=h.node.get_content(),
-                     pages=_pages(h.node.metadata))
-            for h in hits]
-
-
-def _pages(metadata: dict[str, Any]) -> tuple[int, int] | None:
-    first, last = metadata.get("page_start"), metadata.get("page_end")
-    return (first, last) if isinstance(first, int) and isinstance(last, int) else None
+    check_question(question)
+    check_k(k)
+    with Searcher(store, collection=collection, embed_model=embed_model, embed_model_name=embed_model_name,
+                  document_aware=document_aware, show_progress=show_progress) as searcher:
+        return searcher.search(question, k)

@@ -97,13 +97,25 @@ def ray_session() -> Iterator[dict[str, float]]:
         if address:
             check_ray_address(address)
         options: dict[str, Any] = {} if address else {"include_dashboard": False}
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **options)
+        with _quiet_ray():
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **options)
         started = True
     try:
         yield dict(ray.cluster_resources())
     finally:
         if started:
             ray.shutdown()
+
+
+@contextmanager
+def _quiet_ray() -> Iterator[None]:
+    """Ray's Python loggers at ``ERROR`` while it starts and runs (``ray.init``'s ``logging_level``; Ray Data's
+    too): routine notices (token authentication, progress bars turned off, execution statistics) are not the
+    user's concern, and a real failure reaches the command as an exception. (Ray's C++ core still prints its own
+    lines, e.g. one about Ray Data's actors and ``max_restarts``: only ``RAY_BACKEND_LOG_LEVEL`` set by the user
+    silences it.)"""
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
+    yield
 
 
 _EXCEPTION_LINE = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception)): (.+)")

@@ -197,11 +197,36 @@ def fingerprint(steps: Sequence[TransformComponent], embed: BaseEmbedding) -> di
 
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``"part.key: old -> new"`` for every setting of two fingerprints that differs."""
-    out = []
-    for part in sorted(set(old) | set(new)):
-        a, b = old.get(part) or {}, new.get(part) or {}
-        for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key):
-                out.append(f"{part}.{key}: {json.dumps(a.get(key))[:80]} -> {json.dumps(b.get(key))[:80]}")
-    return out
+    """``"part.key: old -> new"`` for every setting of two fingerprints that differs, nested settings by their
+    dotted path (``summarizer.settings.max_chars: 150 -> 300``); a long value is shown around its first difference
+    with the other (``...`` marks what is left out) and its length, never cut mid-way without a mark."""
+    a, b = _flatten(old, ""), _flatten(new, "")
+    return [f"{key}: {_shown(a.get(key, _MISSING), b.get(key, _MISSING))} -> "
+            f"{_shown(b.get(key, _MISSING), a.get(key, _MISSING))}"
+            for key in sorted(set(a) | set(b)) if a.get(key, _MISSING) != b.get(key, _MISSING)]
+
+
+_MISSING = object()
+_SHOWN = 60  # characters of a value shown
+
+
+def _flatten(value: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def _shown(value: Any, other: Any) -> str:
+    if value is _MISSING:
+        return "(not set)"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if len(text) <= _SHOWN:
+        return text
+    against = "" if other is _MISSING else json.dumps(other, ensure_ascii=False, sort_keys=True)
+    first = next((i for i, (x, y) in enumerate(zip(text, against)) if x != y), min(len(text), len(against)))
+    start = max(0, min(first - _SHOWN // 3, len(text) - _SHOWN))
+    return (("..." if start else "") + text[start: start + _SHOWN]
+            + ("..." if start + _SHOWN < len(text) else "") + f" ({len(text)} characters)")

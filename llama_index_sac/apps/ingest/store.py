@@ -6,7 +6,8 @@
   refused without opening it, so nothing is ever created there. What marks a store: Chroma's
   ``chroma.sqlite3`` (``chromadb.PersistentClient``); Qdrant local mode's ``meta.json`` (its collections) with
   ``collection/<name>/storage.sqlite`` for each (``QdrantClient(path=...)``; it also keeps a ``.lock`` file there).
-* :func:`open_store`: the collection's LlamaIndex vector store (``ChromaVectorStore`` / ``QdrantVectorStore``), its
+* :func:`open_store`: the collection's LlamaIndex vector store (``ChromaVectorStore`` / ``QdrantVectorStore``; a
+  Chroma server through ``chromadb.HttpClient``, with no folder to check), its
   row count and its rows per document; the client is always closed again (Qdrant's local mode locks its folder).
   The stores' own errors (a damaged database file, a full disk), raised while opening, reading or writing, become one
   :class:`~llama_index_sac.apps.ingest.files.IngestError` naming the store and the cause, chosen by exception type.
@@ -62,6 +63,11 @@ def check_store_folder(spec: StoreSpec, recorded_kind: str | None, *, create: bo
             (``create=False``) it is missing, is not a store of that kind, or is a damaged Qdrant store.
     """
     path, other = spec.path, "qdrant" if spec.kind == "chroma" else "chroma"
+    if spec.url is not None:  # a Chroma server: no folder to check; its record must be one of a Chroma server's
+        if recorded_kind is not None and recorded_kind != spec.kind:
+            raise IngestError(f"--state-dir: {path} holds the ingest record of a {recorded_kind} store, not of "
+                              f"{spec}: use another --state-dir")
+        return
     if path.exists() and not path.is_dir():
         raise IngestError(f"--vector-store: {path} is not a directory")
     if recorded_kind is not None and recorded_kind != spec.kind:
@@ -115,6 +121,9 @@ def _check_qdrant_files(spec: StoreSpec) -> None:
 
 def store_errors(kind: str) -> tuple[type[BaseException], ...]:
     """The exception types a store's client raises while reading or writing a damaged or unwritable store."""
+    if kind == "chroma-http":  # the server's errors, and the HTTP client's when it is down or unreachable
+        httpx = require_extra("httpx", "vectorstores", "the chroma server")
+        return (*store_errors("chroma"), httpx.HTTPError)
     if kind == "chroma":
         chroma_errors = require_extra("chromadb.errors", "vectorstores", "the chroma vector store")
         return (chroma_errors.ChromaError, sqlite3.Error)
@@ -129,6 +138,9 @@ _QDRANT_OPEN_ERRORS = (sqlite3.Error, ValueError, TypeError, KeyError, Attribute
 
 def _store_error(spec: StoreSpec, exc: BaseException, doing: str) -> IngestError:
     first = (str(exc).strip().splitlines() or [""])[0]
+    if spec.url is not None:
+        return IngestError(f"the chroma server {spec.url} cannot be {doing} ({type(exc).__name__}: {first}); is "
+                           f"it running (chroma run --path DIR --host HOST --port PORT) and reachable from here?")
     return IngestError(f"the {spec.kind} store {spec.path} cannot be {doing} ({type(exc).__name__}: {first}); "
                        "restore it from a copy, or delete the folder and ingest again to rebuild it")
 
@@ -180,13 +192,18 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
     what = f"the {spec.kind} vector store"
     errors = store_errors(spec.kind)
     open_errors: tuple[type[BaseException], ...] = (*errors, ValueError, OSError)
-    if spec.kind == "chroma":
-        check_chroma_index(spec, collection)  # before hnswlib reads a damaged index (or finds none)
+    if spec.kind in ("chroma", "chroma-http"):
+        if spec.kind == "chroma":
+            check_chroma_index(spec, collection)  # before hnswlib reads a damaged index (or finds none)
         chromadb = require_extra("chromadb", "vectorstores", what)
         chroma = require_extra("llama_index.vector_stores.chroma", "vectorstores", what)
+        options = chromadb.Settings(anonymized_telemetry=False)
         try:
-            client = chromadb.PersistentClient(path=str(spec.path),
-                                               settings=chromadb.Settings(anonymized_telemetry=False))
+            if spec.url is not None:
+                host, port = spec.host_port
+                client = chromadb.HttpClient(host=host, port=port, settings=options)
+            else:
+                client = chromadb.PersistentClient(path=str(spec.path), settings=options)
         except open_errors as exc:
             _forget_failed_chroma(str(spec.path))
             raise _store_error(spec, exc, "opened") from exc
