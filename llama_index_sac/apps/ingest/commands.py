@@ -18,17 +18,20 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps.ingest.manage import list_documents, remove
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from llama_index_sac.apps.ingest.steps import settings_from_options
+from llama_index_sac.embeddings.default import EmbeddingBackendOptions
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 
 __all__ = ["ingest_command", "ls_command", "query_command", "rm_command"]
 
+_BACKEND = EmbeddingBackendOptions.model_fields
 _TEXT_CHARS = 300  # characters of a chunk shown by `query`
 ParserChoice = Literal["recursive", "semantic", "hybrid"]
 SummarizerChoice = Literal["extractive", "llm"]
@@ -40,6 +43,16 @@ def _fail(message: str) -> typer.Exit:
     with status 2 to raise."""
     typer.echo(f"error: {printable(message)}", err=True)
     return typer.Exit(code=2)
+
+
+def _settings_error(exc: ValidationError, prefix: str = "") -> str:
+    parts = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        where = error.get("loc") or ()
+        option = f"--{prefix}{where[0]}".replace("_", "-") if where else ""
+        parts.append(f"{option}: {message}" if where else message)
+    return "; ".join(parts)
 
 
 def ingest_command(
@@ -60,6 +73,9 @@ def ingest_command(
     llm_api_base: Annotated[str | None, field_option(LLMSummarizerSettings, "api_base", key="summarizer.api_base")
                             ] = None,
     embed_model: Annotated[str | None, field_option(IngestSettings, "embed_model")] = None,
+    embed_backend: Annotated[str | None, field_option(IngestSettings, "embed_backend")] = None,
+    embed_precision: Annotated[str | None, field_option(IngestSettings, "embed_precision")] = None,
+    embed_threads: Annotated[int | None, field_option(IngestSettings, "embed_threads")] = None,
     workers: Annotated[int | None, field_option(IngestSettings, "workers")] = None,
     batch_documents: Annotated[int | None, field_option(IngestSettings, "batch_documents")] = None,
     progress: Annotated[bool, field_option(IngestSettings, "show_progress")
@@ -74,7 +90,8 @@ def ingest_command(
     try:
         settings = settings_from_options(
             collection=collection, engine=engine, parser=parser, chunk_size=chunk_size, summarizer=summarizer,
-            llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, workers=workers,
+            llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, embed_backend=embed_backend,
+            embed_precision=embed_precision, embed_threads=embed_threads, workers=workers,
             batch_documents=batch_documents, progress=progress)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
@@ -105,6 +122,9 @@ def query_command(
     k: Annotated[int, typer.Option("--k", help="Number of chunks.")] = 5,
     embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
                                                     "ingested with).")] = None,
+    embed_backend: Annotated[str | None, typer.Option(help=_BACKEND["backend"].description)] = None,
+    embed_precision: Annotated[str | None, typer.Option(help="Precision (default: the one the collection was "
+                                                        "embedded with).")] = None,
     document_aware: Annotated[bool, typer.Option(
         "--document-aware", help="Rank with DocumentAwareRetriever: the documents' summaries and names weigh in.")
     ] = False,
@@ -113,10 +133,16 @@ def query_command(
     """Print the top-k chunks of a question: document, character offsets, score, document summary, chunk text."""
     logging.basicConfig(level=logging.WARNING)
     try:
+        options = None
+        if embed_backend is not None or embed_precision is not None:
+            options = EmbeddingBackendOptions.model_validate(
+                {"backend": embed_backend, **({"precision": embed_precision} if embed_precision else {})})
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
             hits = query(question, vector_store, collection=collection, k=k, embed_model_name=embed_model,
-                         document_aware=document_aware, show_progress=progress)
+                         embed_options=options, document_aware=document_aware, show_progress=progress)
+    except ValidationError as exc:
+        raise _fail(_settings_error(exc, prefix="embed_")) from None
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:

@@ -18,9 +18,9 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.store import open_store
-from llama_index_sac.embeddings.model import default_embedding_model
+from llama_index_sac.embeddings.default import EMBED_PRECISIONS, EmbeddingBackendOptions, default_embedding_model
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
-from llama_index_sac.settings import model_identity
+from llama_index_sac.settings import model_space, recorded_space
 
 __all__ = ["QueryHit", "load_model", "model_loading_progress", "query"]
 
@@ -45,16 +45,18 @@ def model_loading_progress(enabled: bool) -> Iterator[None]:
         hf_logging.enable_progress_bar()
 
 
-def load_model(name: str | None, show_progress: bool) -> BaseEmbedding:
-    """:func:`~llama_index_sac.default_embedding_model` by name (``None``: all-MiniLM-L6-v2), its loading bar shown
-    or not.
+def load_model(name: str | None, show_progress: bool, options: EmbeddingBackendOptions | None = None) -> BaseEmbedding:
+    """:func:`~llama_index_sac.default_embedding_model` by name (``None``: all-MiniLM-L6-v2) on the runtime of
+    ``options``, its loading bar shown or not.
 
     Raises:
         IngestError: the model cannot be loaded (not available offline, the ``hf`` extra missing...).
     """
     with model_loading_progress(show_progress):
         try:
-            return default_embedding_model(name)
+            options = options if options is not None else EmbeddingBackendOptions()
+            return default_embedding_model(name, backend=options.backend, precision=options.precision,
+                                           num_threads=options.num_threads)
         except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
             raise IngestError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 
@@ -74,10 +76,13 @@ class QueryHit:
 
 def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac", k: int = 5,
           embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
-          document_aware: bool = False, show_progress: bool = True) -> list[QueryHit]:
+          embed_options: EmbeddingBackendOptions | None = None, document_aware: bool = False,
+          show_progress: bool = True) -> list[QueryHit]:
     """The ``k`` chunks of the collection closest to ``question``, best first (``[]`` for an empty collection).
 
-    The embedding model is ``embed_model``, else ``embed_model_name``, else the one the collection was ingested with.
+    The embedding model is ``embed_model``, else ``embed_model_name``, else the one the collection was ingested with;
+    it runs as ``embed_options`` say, by default on the default runtime (ONNX for all-MiniLM-L6-v2: torch and float32
+    ONNX vectors are one space) at the precision the collection was embedded with.
     With ``document_aware``, :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults
     ranks them (its document index is read from the collection: every row once per call). Nothing is created or
     written: the folder must be a store of the kind named.
@@ -100,12 +105,18 @@ def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac
         if opened.rows == 0:
             return []
         try:
-            embed = embed_model if embed_model is not None else load_model(name, show_progress)
+            precision = (recorded or {}).get("embed_precision", "float32")
+            if embed_model is None and precision not in EMBED_PRECISIONS:
+                raise IngestError(f"collection {collection!r} was embedded at precision {precision!r}, which "
+                                  "llama-sac query does not offer: query it through the API with that model")
+            options = embed_options if embed_options is not None else EmbeddingBackendOptions()
+            embed = embed_model if embed_model is not None else load_model(name, show_progress, options)
         except ValueError as exc:
             raise IngestError(str(exc)) from None
-        if recorded is not None and recorded["settings"].get("embed_model") != model_identity(embed):
-            raise IngestError(f"collection {collection!r} was embedded with {recorded['settings']['embed_model']}, "
-                              f"not {model_identity(embed)}: pass that --embed-model")
+        space = recorded_space(recorded["settings"].get("embed_model") or {}) if recorded is not None else None
+        if space is not None and space != model_space(embed):
+            raise IngestError(f"collection {collection!r} was embedded with {space}, not {model_space(embed)}: pass "
+                              "that --embed-model / --embed-precision")
         index = VectorStoreIndex.from_vector_store(opened.vector_store, embed_model=embed)
         if document_aware:
             try:
