@@ -226,7 +226,7 @@ def test_backend_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_ingest_settings_validate_the_backend_options() -> None:
     assert IngestSettings(embed_threads=2).embed_options().num_threads == 2
     with pytest.raises(ValidationError, match="Input should be 'float32'"):
-        IngestSettings(embed_precision="int8")
+        IngestSettings(embed_precision="int8")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="runs only"):
         IngestSettings(embed_backend="onnx", embed_model="BAAI/bge-small-en")
 
