@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import load_legalbenchrag  # noqa: E402
-from llama_index_sac.embeddings.model import default_embedding_model  # noqa: E402
+from llama_index_sac.embeddings.default import default_embedding_model  # noqa: E402
 from llama_index_sac.node_parser.recursive import recursive_chunk_spans  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "legalbenchrag"

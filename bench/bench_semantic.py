@@ -40,7 +40,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.core.bridge.pydantic import PrivateAttr  # noqa: E402
 from llama_index.core.schema import Document, MetadataMode  # noqa: E402
 
-from llama_index_sac.embeddings.model import default_embedding_model, embedding_token_counter  # noqa: E402
+from llama_index_sac.embeddings.default import default_embedding_model  # noqa: E402
+from llama_index_sac.embeddings.model import embedding_token_counter  # noqa: E402
 from llama_index_sac.node_parser.semantic import SemanticNodeParser  # noqa: E402
 from llama_index_sac.sentences import sentence_spans  # noqa: E402
 

@@ -6,7 +6,8 @@ Reuter et al., "Towards Reliable Retrieval in RAG Systems for Large Legal Datase
 from typing import TYPE_CHECKING
 
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
-from llama_index_sac.embeddings.model import EmbedLimitWarning, default_embedding_model
+from llama_index_sac.embeddings.default import default_embedding_model
+from llama_index_sac.embeddings.model import EmbedLimitWarning
 from llama_index_sac.evaluation import (
     DRMMetric,
     EvaluationResult,

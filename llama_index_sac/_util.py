@@ -2,6 +2,7 @@
 
 * :func:`require_extra`: import an optional dependency, or raise one ``ImportError`` naming the extra to install.
 * :func:`stable_hash`: the ``sha256`` of the canonical JSON of a value (the summary cache's key builder).
+* :func:`default_cache_dir`: the package's cache folder (embeddings, summaries, ONNX graphs).
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["require_extra", "stable_hash"]
+__all__ = ["default_cache_dir", "require_extra", "stable_hash"]
 
 
 def require_extra(module: str, extra: str, what: str) -> ModuleType:
@@ -48,3 +51,12 @@ def stable_hash(value: Any, domain: str = "") -> str:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"stable_hash needs a JSON-serializable value: {exc}") from exc
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def default_cache_dir() -> Path:
+    """``$LLAMA_SAC_CACHE_DIR``, else ``$XDG_CACHE_HOME/llama-index-sac``, else ``~/.cache/llama-index-sac``."""
+    explicit = os.environ.get("LLAMA_SAC_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base).expanduser() if base else Path.home() / ".cache") / "llama-index-sac"

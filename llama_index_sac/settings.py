@@ -38,7 +38,8 @@ from llama_index.core.bridge.pydantic import (
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
-from llama_index_sac.embeddings.model import embedding_identity
+from llama_index_sac.embeddings.model import embedding_identity, embedding_space
+from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.semantic import BreakpointMethod
@@ -337,3 +338,33 @@ def model_identity(model: BaseEmbedding) -> dict[str, Any]:
         if value is not None:
             identity[key] = str(value)
     return identity
+
+
+def model_space(model: BaseEmbedding) -> dict[str, Any]:
+    """What decides whether two models' vectors can be compared (the ingest record's fingerprint, ``query``'s
+    check): :func:`model_identity` with the precision (:func:`~llama_index_sac.embeddings.model.embedding_space`)
+    and without the class when it is one of the two runtimes of the default model (torch and float32 ONNX give the
+    same vectors); any other class stays part of it."""
+    return recorded_space({**model_identity(model), **embedding_space(model)})
+
+
+def model_backend(model: BaseEmbedding) -> str:
+    """The runtime of ``model``: ``"onnx"``, ``"torch"`` (``HuggingFaceEmbedding``) or its class name."""
+    if isinstance(model, OnnxEmbedding):
+        return "onnx"
+    name = model.class_name()
+    return "torch" if name == "HuggingFaceEmbedding" else name
+
+
+def recorded_space(recorded: dict[str, Any]) -> dict[str, Any]:
+    """A recorded embedding fingerprint as :func:`model_space` gives it: a record written before the ONNX backend
+    names the class (the torch runtime) and no precision (float32)."""
+    space = dict(recorded)
+    if space.get("class_name") in _RUNTIME_CLASSES:
+        del space["class_name"]
+    space.setdefault("precision", "float32")
+    return space
+
+
+#: Classes of the two runtimes of the default model: the same vectors in float32, so not part of the vector space.
+_RUNTIME_CLASSES = ("HuggingFaceEmbedding", "OnnxEmbedding")

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import llama_index_sac.embeddings.model as emb
+from llama_index_sac.embeddings.default import default_embedding_model
 from llama_index_sac.embeddings.model import (
     DEFAULT_EMBED_MODEL_NAME,
     MINILM_MAX_INPUT_TOKENS,
     MINILM_SAFETENSORS_SHA256,
     EmbeddingModelError,
-    default_embedding_model,
     embedding_identity,
     embedding_max_tokens,
     embedding_token_counter,
@@ -29,7 +29,7 @@ offline_installed = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def minilm():
-    return default_embedding_model()
+    return default_embedding_model(backend="torch")  # the ONNX runtime: tests/test_embeddings_onnx.py
 
 
 @pytest.fixture
@@ -60,7 +60,8 @@ def test_default_model_is_minilm(minilm) -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     assert minilm.embed_batch_size == emb.DEFAULT_EMBED_BATCH_SIZE
     # short name resolves to the same model
-    assert embedding_identity(default_embedding_model("all-MiniLM-L6-v2")) == embedding_identity(minilm)
+    assert embedding_identity(default_embedding_model("all-MiniLM-L6-v2", backend="torch")) == \
+        embedding_identity(minilm)
 
 
 @offline_installed

@@ -76,7 +76,7 @@ class Loaded(list[str]):
 def fake_models(monkeypatch: pytest.MonkeyPatch) -> Loaded:
     loaded = Loaded()
 
-    def load(name: str | None) -> FakeEmbedding:
+    def load(name: str | None, *options: object) -> FakeEmbedding:
         loaded.append(str(name))
         return FakeEmbedding()
 

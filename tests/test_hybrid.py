@@ -231,7 +231,7 @@ def test_from_defaults_uses_unlimited_sections(monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.slow
 def test_minilm_sections_follow_the_topics() -> None:
-    from llama_index_sac.embeddings.model import default_embedding_model
+    from llama_index_sac.embeddings.default import default_embedding_model
 
     text = LIABILITY + TERMINATION
     parser = HybridNodeParser.from_defaults(embed_model=default_embedding_model(), chunk_size=200)

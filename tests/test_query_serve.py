@@ -56,7 +56,7 @@ def fake_model(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
     """``load_model`` gives ``FakeEmbedding``; the names asked for are recorded."""
     asked: list[str | None] = []
 
-    def load(name: str | None, show_progress: bool) -> FakeEmbedding:
+    def load(name: str | None, show_progress: bool, options: Any = None) -> FakeEmbedding:
         asked.append(name)
         return FakeEmbedding()
 

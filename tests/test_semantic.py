@@ -511,7 +511,7 @@ def test_default_embed_model_comes_from_the_one_resolver(monkeypatch: pytest.Mon
 # -- the real all-MiniLM-L6-v2 model -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def minilm():
-    from llama_index_sac.embeddings.model import default_embedding_model
+    from llama_index_sac.embeddings.default import default_embedding_model
 
     return default_embedding_model()
 

@@ -73,11 +73,16 @@ from llama_index_sac.apps.benchmark.eval_job import (
     run_settings,
     summary_failure,
 )
+from llama_index_sac.embeddings.default import EMBED_BACKENDS, EMBED_PRECISIONS
 
 if TYPE_CHECKING:  # the kinds are read from the settings classes; type checkers see plain strings
     ParserChoice = str
     SummarizerChoice = str
+    EmbedBackendChoice = str
+    EmbedPrecisionChoice = str
 else:
+    EmbedBackendChoice = Literal[EMBED_BACKENDS]
+    EmbedPrecisionChoice = Literal[EMBED_PRECISIONS]
     ParserChoice = Literal[PARSER_KINDS]
     SummarizerChoice = Literal[tuple(k for k in SUMMARIZER_KINDS if k != "none")]  # --summarizer: of SAC configs
 
@@ -203,6 +208,7 @@ def _fail(message: str) -> typer.Exit:
 # eval's defaults are the models' (typer needs them as plain values); help texts and bounds: field_option
 _KS = ",".join(map(str, field_default(RunSettings, "ks")))
 _SCOPE: Scope = field_default(LoaderOptions, "scope")
+_PRECISION: str = field_default(RunSettings, "embed_precision")
 
 
 @app.command("eval", cls=_Command)
@@ -245,6 +251,9 @@ def eval_command(
     max_chars: Annotated[int | None, field_option(
         LLMSummarizerSettings, "max_chars", key="summarizer.max_chars, the SAC configurations")] = None,
     embed_model: Annotated[str | None, field_option(RunSettings, "embed_model")] = None,
+    embed_backend: Annotated[EmbedBackendChoice | None, field_option(RunSettings, "embed_backend")] = None,
+    embed_precision: Annotated[EmbedPrecisionChoice, field_option(RunSettings, "embed_precision")] = _PRECISION,
+    embed_threads: Annotated[int | None, field_option(RunSettings, "embed_threads")] = None,
     k: Annotated[str, typer.Option("--k", help="k values, comma-separated positive integers.")] = _KS,
     confusion_k: Annotated[int, field_option(RunSettings, "confusion_k")] = field_default(RunSettings, "confusion_k"),
     retrieval_threads: Annotated[int, field_option(RunSettings, "retrieval_threads")
@@ -278,7 +287,9 @@ def eval_command(
         loader = loader_options(data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini,
                                 sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
                                 n_documents=n_documents)
-        settings = run_settings(ks=ks, embed_model=embed_model, cache_dir=cache_dir, confusion_k=confusion_k,
+        settings = run_settings(ks=ks, embed_model=embed_model, embed_backend=embed_backend,
+                                embed_precision=embed_precision, embed_threads=embed_threads, cache_dir=cache_dir,
+                                confusion_k=confusion_k,
                                 show_progress=progress and not quiet, retrieval_threads=retrieval_threads,
                                 llm_concurrency=llm_concurrency)
         out, _ = run_and_report(loader, configs, settings, output_dir, echo, typer.echo)

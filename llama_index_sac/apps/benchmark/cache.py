@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import warnings
@@ -24,6 +23,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 from tqdm.auto import tqdm
 
+from llama_index_sac._util import default_cache_dir
 from llama_index_sac._warn import caller_stacklevel
 
 __all__ = ["CachedEmbedding", "EmbeddingCache", "EmbeddingCacheWarning", "content_key", "default_cache_dir"]
@@ -32,15 +32,6 @@ __all__ = ["CachedEmbedding", "EmbeddingCache", "EmbeddingCacheWarning", "conten
 class EmbeddingCacheWarning(UserWarning):
     """Some cached embedding vectors were unusable (truncated, of another dimension than the model's, NaN or
     infinite values): they were treated as misses and computed again."""
-
-
-def default_cache_dir() -> Path:
-    """``$LLAMA_SAC_CACHE_DIR``, else ``$XDG_CACHE_HOME/llama-index-sac``, else ``~/.cache/llama-index-sac``."""
-    explicit = os.environ.get("LLAMA_SAC_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base).expanduser() if base else Path.home() / ".cache") / "llama-index-sac"
 
 
 def content_key(identity: Any, text: str) -> str:

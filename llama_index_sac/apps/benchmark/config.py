@@ -46,7 +46,10 @@ from llama_index_sac.apps.benchmark.components import (
 )
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scope, load_legalbenchrag
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
+from llama_index_sac.embeddings.default import EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
 from llama_index_sac.evaluation.metrics import DEFAULT_KS
+
+_BACKEND = EmbeddingBackendOptions.model_fields
 
 __all__ = [
     "CONFIG_KEYS",
@@ -291,12 +294,27 @@ class RunSettings(BaseModel):
                           description="Cut-offs k (positive ints; sorted and deduplicated).")
     embed_model: str | None = Field(default=None, description="Embedding model: Hugging Face id or local folder "
                                     "(None: default_embedding_model(), all-MiniLM-L6-v2).")
+    embed_backend: EmbedBackend | None = Field(default=None, description=_BACKEND["backend"].description)
+    embed_precision: OfferedPrecision = Field(default="float32", description=_BACKEND["precision"].description)
+    embed_threads: int | None = Field(default=None, ge=1, le=1024, description=_BACKEND["num_threads"].description)
     cache_dir: Path = Field(default_factory=default_cache_dir, description="Embedding and summary cache folder.")
     confusion_k: int = Field(default=8, ge=1, description="k at which document confusions are counted (at most "
                              "the largest k).")
     show_progress: bool = Field(default=True, description="Progress bars.")
     retrieval_threads: int = Field(default=4, ge=1, description="Threads retrieving queries concurrently.")
     llm_concurrency: int = Field(default=2, ge=1, description="Concurrent requests of an LLM summarizer.")
+
+    def embed_options(self) -> EmbeddingBackendOptions:
+        """The runtime options of the embedding model (``embed_backend``, ``embed_precision``, ``embed_threads``)."""
+        return EmbeddingBackendOptions.model_construct(backend=self.embed_backend, precision=self.embed_precision,
+                                                       num_threads=self.embed_threads)
+
+    @model_validator(mode="after")
+    def _check_embed_options(self) -> RunSettings:
+        problem = self.embed_options().problem(self.embed_model)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     @field_validator("ks")
     @classmethod

@@ -29,9 +29,10 @@ from llama_index_sac.apps.benchmark.datasets.base import RetrievalBenchmark
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import load_legalbenchrag
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
-from llama_index_sac.embeddings.model import default_embedding_model
+from llama_index_sac.embeddings.default import EmbeddingBackendOptions, default_embedding_model
+from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
-from llama_index_sac.settings import build_parser, model_identity
+from llama_index_sac.settings import build_parser, model_backend, model_identity, model_space, recorded_space
 from llama_index_sac.summarizers import BaseSummarizer, ExtractiveSummarizer, LLMSummarizer
 from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
 
@@ -44,7 +45,10 @@ __all__ = [
     "build_summarizers",
     "load_benchmark",
     "load_embedding_model",
+    "model_backend",
     "model_identity",
+    "model_space",
+    "recorded_space",
     "query_embedder",
 ]
 
@@ -73,21 +77,31 @@ def load_benchmark(options: LoaderOptions) -> tuple[RetrievalBenchmark, LoaderOp
     return benchmark, options.model_copy(update={"datasets": benchmark.datasets, "benchmarks_dir": str(used)})
 
 
-def load_embedding_model(name: str | None) -> BaseEmbedding:
-    """The embedding model by name (``None``: the package default, all-MiniLM-L6-v2).
+def load_embedding_model(name: str | None, options: EmbeddingBackendOptions | None = None,
+                         show_progress: bool = False) -> BaseEmbedding:
+    """The embedding model by name (``None``: the package default, all-MiniLM-L6-v2) on the runtime of ``options``
+    (default: :class:`EmbeddingBackendOptions`' defaults).
 
     Raises:
-        EvaluationSetupError: the model cannot be loaded (not available offline, the ``hf`` extra missing...).
+        EvaluationSetupError: the model cannot be loaded (not available offline, the extra missing...).
     """
+    options = options if options is not None else EmbeddingBackendOptions()
+    extra = {"show_progress": show_progress} if options.resolved(name) == "onnx" else {}
     try:
-        return default_embedding_model(name)
+        return default_embedding_model(name, backend=options.backend, precision=options.precision,
+                                       num_threads=options.num_threads, **extra)
     except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
         raise EvaluationSetupError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 
 
+
+
 def query_embedder(model: BaseEmbedding) -> Callable[[list[str]], list[list[float]]]:
     """A batch query-embedding function: ``HuggingFaceEmbedding`` embeds a batch of queries in one call (the same
-    ``prompt_name="query"`` path as ``get_query_embedding``); other models are called once per query."""
+    ``prompt_name="query"`` path as ``get_query_embedding``), ``OnnxEmbedding`` too (its queries are embedded as
+    texts); other models are called once per query."""
+    if isinstance(model, OnnxEmbedding):
+        return lambda texts: model.embed_array(texts).astype(np.float64).tolist()  # type: ignore[no-any-return]
     batch = getattr(model, "_embed", None)
     hf = sys.modules.get("llama_index.embeddings.huggingface")  # not imported: the model cannot be one of its class
     if hf is not None and isinstance(model, hf.HuggingFaceEmbedding) and callable(batch):

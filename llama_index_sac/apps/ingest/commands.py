@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
@@ -29,11 +30,13 @@ from llama_index_sac.apps.ingest.pages import page_label
 from llama_index_sac.apps.ingest.query import MAX_K, QueryHit, Searcher, check_question
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
 from llama_index_sac.apps.ingest.steps import settings_from_options
+from llama_index_sac.embeddings.default import EmbeddingBackendOptions
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 
 __all__ = ["ingest_command", "ls_command", "query_command", "read_questions", "rm_command", "serve_command"]
 
+_BACKEND = EmbeddingBackendOptions.model_fields
 _TEXT_CHARS = 300  # characters of a chunk shown by `query`
 ParserChoice = Literal["recursive", "semantic", "hybrid"]
 SummarizerChoice = Literal["extractive", "llm"]
@@ -45,6 +48,16 @@ def _fail(message: str) -> typer.Exit:
     with status 2 to raise."""
     typer.echo(f"error: {printable(message)}", err=True)
     return typer.Exit(code=2)
+
+
+def _settings_error(exc: ValidationError, prefix: str = "") -> str:
+    parts = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        where = error.get("loc") or ()
+        option = f"--{prefix}{where[0]}".replace("_", "-") if where else ""
+        parts.append(f"{option}: {message}" if where else message)
+    return "; ".join(parts)
 
 
 def ingest_command(
@@ -69,6 +82,9 @@ def ingest_command(
     llm_api_base: Annotated[str | None, field_option(LLMSummarizerSettings, "api_base", key="summarizer.api_base")
                             ] = None,
     embed_model: Annotated[str | None, field_option(IngestSettings, "embed_model")] = None,
+    embed_backend: Annotated[str | None, field_option(IngestSettings, "embed_backend")] = None,
+    embed_precision: Annotated[str | None, field_option(IngestSettings, "embed_precision")] = None,
+    embed_threads: Annotated[int | None, field_option(IngestSettings, "embed_threads")] = None,
     workers: Annotated[int | None, field_option(IngestSettings, "workers")] = None,
     batch_documents: Annotated[int | None, field_option(IngestSettings, "batch_documents")] = None,
     max_file_bytes: Annotated[int | None, field_option(IngestSettings, "max_file_bytes")] = None,
@@ -85,7 +101,8 @@ def ingest_command(
     try:
         settings = settings_from_options(
             collection=collection, engine=engine, parser=parser, chunk_size=chunk_size, summarizer=summarizer,
-            llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, workers=workers,
+            llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, embed_backend=embed_backend,
+            embed_precision=embed_precision, embed_threads=embed_threads, workers=workers,
             batch_documents=batch_documents, max_file_bytes=max_file_bytes, max_pages=max_pages,
             progress=progress)
         with warnings.catch_warnings():
@@ -159,6 +176,9 @@ def query_command(
     k: Annotated[int, typer.Option("--k", min=1, max=MAX_K, help="Number of chunks per question.")] = 5,
     embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
                                                     "ingested with).")] = None,
+    embed_backend: Annotated[str | None, typer.Option(help=_BACKEND["backend"].description)] = None,
+    embed_precision: Annotated[str | None, typer.Option(help="Precision (default: the one the collection was "
+                                                        "embedded with).")] = None,
     document_aware: Annotated[bool, typer.Option(
         "--document-aware", help="Rank with DocumentAwareRetriever: the documents' summaries and names weigh in.")
     ] = False,
@@ -170,11 +190,16 @@ def query_command(
     text."""
     logging.basicConfig(level=logging.WARNING)
     try:
+        options = None
+        if embed_backend is not None or embed_precision is not None:
+            options = EmbeddingBackendOptions.model_validate(
+                {"backend": embed_backend, **({"precision": embed_precision} if embed_precision else {})})
         if (question is None) == (questions is None):
             raise IngestError("give one QUESTION or --questions FILE (- for standard input)")
         asked = [check_question(question)] if question is not None else read_questions(str(questions))
         spec = StoreSpec.parse(vector_store, state_dir)
         with warnings.catch_warnings(), Searcher(spec, collection=collection, embed_model_name=embed_model,
+                                                 embed_options=options,
                                                  document_aware=document_aware, show_progress=progress) as searcher:
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
             if searcher.ingest_in_progress:
@@ -191,6 +216,8 @@ def query_command(
                 if not hits and not searcher.ingest_in_progress:
                     typer.echo("no chunks in the collection")
                 _print_hits(hits)
+    except ValidationError as exc:
+        raise _fail(_settings_error(exc, prefix="embed_")) from None
     except (IngestError, ImportError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:

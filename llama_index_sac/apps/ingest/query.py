@@ -23,9 +23,10 @@ from llama_index.core.schema import NodeWithScore
 
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.store import open_store, store_errors
-from llama_index_sac.embeddings.model import DEFAULT_EMBED_MODEL_NAME, default_embedding_model
+from llama_index_sac.embeddings.default import EMBED_PRECISIONS, EmbeddingBackendOptions, default_embedding_model
+from llama_index_sac.embeddings.model import DEFAULT_EMBED_MODEL_NAME
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
-from llama_index_sac.settings import model_identity
+from llama_index_sac.settings import model_space, recorded_space
 
 __all__ = ["MAX_K", "QueryHit", "Searcher", "check_k", "check_question", "load_model", "model_loading_progress",
            "query"]
@@ -55,16 +56,18 @@ def model_loading_progress(enabled: bool) -> Iterator[None]:
         hf_logging.enable_progress_bar()
 
 
-def load_model(name: str | None, show_progress: bool) -> BaseEmbedding:
-    """:func:`~llama_index_sac.default_embedding_model` by name (``None``: all-MiniLM-L6-v2), its loading bar shown
-    or not.
+def load_model(name: str | None, show_progress: bool, options: EmbeddingBackendOptions | None = None) -> BaseEmbedding:
+    """:func:`~llama_index_sac.default_embedding_model` by name (``None``: all-MiniLM-L6-v2) on the runtime of
+    ``options``, its loading bar shown or not.
 
     Raises:
         IngestError: the model cannot be loaded (not available offline, the ``hf`` extra missing...).
     """
     with model_loading_progress(show_progress):
         try:
-            return default_embedding_model(name)
+            options = options if options is not None else EmbeddingBackendOptions()
+            return default_embedding_model(name, backend=options.backend, precision=options.precision,
+                                           num_threads=options.num_threads)
         except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
             raise IngestError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 
@@ -153,10 +156,11 @@ class Searcher:
 
     def __init__(self, store: StoreSpec | str, *, collection: str = "llama-sac",
                  embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
-                 document_aware: bool = False, show_progress: bool = True) -> None:
+                 embed_options: EmbeddingBackendOptions | None = None, document_aware: bool = False,
+                 show_progress: bool = True) -> None:
         self.spec = store if isinstance(store, StoreSpec) else StoreSpec.parse(store)
         self.collection = collection
-        self._embed, self._name = embed_model, embed_model_name
+        self._embed, self._name, self._options = embed_model, embed_model_name, embed_options
         self.document_aware, self.show_progress = document_aware, show_progress
         self.rows, self.ingest_in_progress = 0, False
         self._stack = ExitStack()
@@ -196,12 +200,18 @@ class Searcher:
             return
         name = self._name if self._name is not None else (recorded or {}).get("embed_model_name")
         try:
-            embed = self._embed if self._embed is not None else load_model(name, self.show_progress)
+            precision = (recorded or {}).get("embed_precision", "float32")
+            if self._embed is None and precision not in EMBED_PRECISIONS:
+                raise IngestError(f"collection {self.collection!r} was embedded at precision {precision!r}, which "
+                                  "llama-sac query does not offer: query it through the API with that model")
+            options = self._options if self._options is not None else EmbeddingBackendOptions()
+            embed = self._embed if self._embed is not None else load_model(name, self.show_progress, options)
         except ValueError as exc:
             raise IngestError(str(exc)) from None
-        if built and built != model_identity(embed):
-            raise IngestError(f"collection {self.collection!r} was embedded with {built}, not "
-                              f"{model_identity(embed)}: pass that --embed-model")
+        space = recorded_space(built) if built else None
+        if space is not None and space != model_space(embed):
+            raise IngestError(f"collection {self.collection!r} was embedded with {space}, not {model_space(embed)}: "
+                              "pass that --embed-model / --embed-precision")
         self._index = VectorStoreIndex.from_vector_store(opened.vector_store, embed_model=embed)
         if self.document_aware:
             try:
@@ -243,7 +253,8 @@ class Searcher:
 
 def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac", k: int = 5,
           embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
-          document_aware: bool = False, show_progress: bool = True) -> list[QueryHit]:
+          embed_options: EmbeddingBackendOptions | None = None, document_aware: bool = False,
+          show_progress: bool = True) -> list[QueryHit]:
     """The ``k`` chunks of the collection closest to ``question``, best first (``[]`` for an empty collection): one
     question through a :class:`Searcher` (see it for the arguments). Nothing is created or written.
 
@@ -253,5 +264,5 @@ def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac
     check_question(question)
     check_k(k)
     with Searcher(store, collection=collection, embed_model=embed_model, embed_model_name=embed_model_name,
-                  document_aware=document_aware, show_progress=show_progress) as searcher:
+                  embed_options=embed_options, document_aware=document_aware, show_progress=show_progress) as searcher:
         return searcher.search(question, k)

