@@ -85,3 +85,33 @@ def test_bad_files_are_one_error(tmp_path: Path) -> None:
         load_folder_benchmark(folder, good)
     with pytest.raises(FolderBenchmarkError, match="is not a folder"):
         load_folder_benchmark(tmp_path / "nope", good)
+
+
+def test_eval_on_your_own_folder_scores_llamaindex_against_sac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from llama_index_sac.apps.benchmark import factories, report
+    from llama_index_sac.apps.benchmark.results import load_results
+    from llama_index_sac.apps.cli import app
+    from tests.conftest import FakeEmbedding
+
+    monkeypatch.setattr(factories, "load_embedding_model", lambda *args, **kwargs: FakeEmbedding())
+    monkeypatch.setattr(report, "write_plots", lambda *args, **kwargs: None)
+    folder = _folder(tmp_path)
+    questions = _questions(
+        tmp_path,
+        {"question": "Which law governs the Acme NDA?", "file": "nda/acme.txt", "quote": "the laws of\nDelaware"},
+        {"question": "Zeta payment terms?", "file": "zeta.md", "quote": "net 30"},
+    )
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "--folder", str(folder), "--questions", str(questions),
+                                      "-c", "llamaindex", "-c", "sac", "-o", str(out), "--no-progress", "-q"])
+    assert result.exit_code == 0, result.output
+    run = load_results(out)
+    assert [c.config.name for c in run.configs] == ["llamaindex", "sac"]
+    assert run.benchmark.n_documents == 2 and run.benchmark.n_queries == 2 and run.benchmark.source == "custom"
+    for config in run.configs:
+        scores = config.aggregates.at("overall", 1)
+        assert scores.drm is not None and 0 <= scores.drm <= 1 and scores.recall is not None and 0 <= scores.recall <= 1
+    bad = CliRunner().invoke(app, ["eval", "--folder", str(folder), "--questions", str(questions), "--mini"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: --folder/--questions evaluate your own contracts")

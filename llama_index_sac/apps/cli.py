@@ -229,6 +229,12 @@ def eval_command(
         help="Explicit benchmark folder (absolute or relative to --data-dir).")] = None,
     n_documents: Annotated[int, field_option(LoaderOptions, "n_documents")
                            ] = field_default(LoaderOptions, "n_documents"),
+    folder: Annotated[Path | None, typer.Option(
+        help="Your own contracts (.txt/.md, searched recursively) to evaluate, with --questions.",
+        show_default=False)] = None,
+    questions: Annotated[Path | None, typer.Option(
+        help="With --folder: the questions file, JSON Lines of {question, file, quote} (docs/evaluate.md).",
+        show_default=False)] = None,
     config: Annotated[list[str] | None, typer.Option(
         "--config", "-c", help=f"Configuration, repeatable: PRESET or PRESET:key=value,... with presets "
         f"{', '.join(PRESETS)} and dotted keys (sac:parser.chunk_size=400,summarizer.max_chars=300). Default: "
@@ -268,6 +274,7 @@ def eval_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the tables.")] = False,
 ) -> None:
     """Run the main job: index, retrieve and report DRM@k, precision@k, recall@k side by side."""
+    from llama_index_sac.apps.benchmark.datasets.folder import FolderBenchmarkError
     from llama_index_sac.apps.benchmark.datasets.legalbenchrag import LegalBenchRAGError
     from llama_index_sac.evaluation.evaluator import NodeLocationError
     from llama_index_sac.summarizers.base import SummarizationError
@@ -286,14 +293,14 @@ def eval_command(
         )
         loader = loader_options(data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini,
                                 sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
-                                n_documents=n_documents)
+                                n_documents=n_documents, folder=folder, questions=questions)
         settings = run_settings(ks=ks, embed_model=embed_model, embed_backend=embed_backend,
                                 embed_precision=embed_precision, embed_threads=embed_threads, cache_dir=cache_dir,
                                 confusion_k=confusion_k,
                                 show_progress=progress and not quiet, retrieval_threads=retrieval_threads,
                                 llm_concurrency=llm_concurrency)
         out, _ = run_and_report(loader, configs, settings, output_dir, echo, typer.echo)
-    except (LegalBenchRAGError, EvaluationSetupError, NodeLocationError) as exc:
+    except (LegalBenchRAGError, FolderBenchmarkError, EvaluationSetupError, NodeLocationError) as exc:
         raise _fail(str(exc)) from None
     except SummarizationError as exc:
         raise _fail(summary_failure(exc, configs)) from None

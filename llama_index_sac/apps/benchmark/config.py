@@ -334,7 +334,9 @@ class LoaderOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["synthetic", "legalbenchrag"] = Field(default="synthetic", description="The benchmark.")
+    source: Literal["synthetic", "legalbenchrag", "folder"] = Field(
+        default="synthetic", description="The benchmark: the built-in contracts, LegalBench-RAG, or a folder of "
+        "your own contracts with a questions file (data_dir + questions).")
     data_dir: str | None = Field(default=None, description="LegalBench-RAG data folder (as given).")
     datasets: list[str] | None = Field(default=None, description="LegalBench-RAG datasets (None: all found).")
     sampling: Sampling = Field(default=_default(load_legalbenchrag, "sampling"),
@@ -345,6 +347,8 @@ class LoaderOptions(BaseModel):
     scope: Scope = Field(default=_default(load_legalbenchrag, "scope"),
                          description="LegalBench-RAG corpus: referenced (documents of the selected tests) or all.")
     benchmarks_dir: str | None = Field(default=None, description="LegalBench-RAG benchmark folder (None: found).")
+    questions: str | None = Field(default=None, description="source='folder': the questions file (JSON Lines: "
+                                  "question, file, quote).")
     n_documents: int = Field(default=_default(synthetic_contracts, "n_documents"), ge=2, le=150,
                              description="Synthetic contracts: how many.")
 
@@ -356,6 +360,12 @@ class LoaderOptions(BaseModel):
                              "(source='legalbenchrag' with a data_dir)")
         if self.source == "legalbenchrag" and not self.data_dir:
             raise ValueError("LegalBench-RAG needs its data folder (data_dir)")
+        if (self.source == "folder") != bool(self.questions) or (self.source == "folder" and not self.data_dir):
+            raise ValueError("a folder of your own contracts needs both the folder and its questions file "
+                             "(--folder and --questions)")
+        if self.source == "folder" and (self.datasets or self.sampling != "all" or self.sample
+                                        or self.benchmarks_dir):
+            raise ValueError("datasets, sampling, sample and benchmarks_dir are LegalBench-RAG options")
         if self.sampling == "random" and self.sample is None:
             raise ValueError("sampling=random needs a sample size")
         return self

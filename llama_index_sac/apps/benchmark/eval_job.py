@@ -109,16 +109,23 @@ def configs_from_options(specs: Sequence[str], options: Mapping[str, Any]) -> li
 
 
 def loader_options(*, data_dir: Path | None, datasets: list[str], mini: bool, sample: int | None, seed: int,
-                   scope: str, benchmarks_dir: Path | None, n_documents: int) -> LoaderOptions:
+                   scope: str, benchmarks_dir: Path | None, n_documents: int, folder: Path | None = None,
+                   questions: Path | None = None) -> LoaderOptions:
     """The benchmark options of ``eval`` (:data:`LOADER_OPTIONS`; ``--mini``/``--sample`` choose the sampling).
 
     Raises:
         EvaluationSetupError: LegalBench-RAG options without ``--data-dir``, ``--mini`` with ``--sample``.
     """
-    if data_dir is None:
+    if folder is not None or questions is not None:
+        if data_dir is not None or datasets or mini or sample or benchmarks_dir:
+            raise EvaluationSetupError("--folder/--questions evaluate your own contracts: they take no LegalBench-RAG "
+                                       "option (--data-dir, --datasets, --mini, --sample, --benchmarks-dir)")
+        options: dict[str, Any] = {"source": "folder", "data_dir": None if folder is None else str(folder),
+                                   "questions": None if questions is None else str(questions), "seed": seed}
+    elif data_dir is None:
         if datasets or mini or sample or benchmarks_dir:
             raise EvaluationSetupError("--datasets, --mini, --sample and --benchmarks-dir need --data-dir")
-        options: dict[str, Any] = {"source": "synthetic", "n_documents": n_documents, "seed": seed, "scope": scope}
+        options = {"source": "synthetic", "n_documents": n_documents, "seed": seed, "scope": scope}
     elif mini and sample:
         raise EvaluationSetupError("--mini and --sample are two sampling protocols: choose one")
     else:

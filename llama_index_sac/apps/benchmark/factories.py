@@ -26,6 +26,7 @@ from llama_index_sac.apps.benchmark.components import ExtractiveSummarizerSettin
 from llama_index_sac.apps.benchmark.config import EvaluationSetupError, LoaderOptions, RunConfig, RunSettings
 from llama_index_sac.apps.benchmark.datasets._corpus import LegalBenchRAGLayout
 from llama_index_sac.apps.benchmark.datasets.base import RetrievalBenchmark
+from llama_index_sac.apps.benchmark.datasets.folder import load_folder_benchmark
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import load_legalbenchrag
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
@@ -62,10 +63,14 @@ def load_benchmark(options: LoaderOptions) -> tuple[RetrievalBenchmark, LoaderOp
 
     Raises:
         LegalBenchRAGError: unreadable or invalid LegalBench-RAG data (a ``ValueError``).
+        FolderBenchmarkError: an unreadable folder or questions file (a ``ValueError`` listing every problem).
     """
     if options.source == "synthetic":
         return synthetic_contracts(n_documents=options.n_documents, seed=options.seed), options
     assert options.data_dir is not None  # LoaderOptions checks it
+    if options.source == "folder":
+        assert options.questions is not None
+        return load_folder_benchmark(options.data_dir, options.questions), options
     benchmark = load_legalbenchrag(
         options.data_dir, options.datasets or None, sampling=options.sampling, sample_size=options.sample,
         seed=options.seed, scope=options.scope, benchmarks_dir=options.benchmarks_dir,
