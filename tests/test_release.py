@@ -79,3 +79,26 @@ def test_wheel_installs_clean_and_runs_the_quickstart(dist: Path, tmp_path: Path
     assert str(venv) in where and str(REPO) not in where  # the installed wheel, not the checkout
     out = _run([py, "quickstart.py"], cwd=work, env=env)
     assert re.search(r"DRM@5", out), out[-2000:]
+
+
+def test_wheel_runs_the_notebook_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
+    """The notebook copied next to a user's work, with the published runs pointed to by ``SAC_RESULTS_DIR``."""
+    version = llama_index_sac.__version__
+    wheel = dist / f"llama_index_sac-{version}-py3-none-any.whl"
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    py = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               SAC_RESULTS_DIR=str(REPO / "docs" / "results"), SAC_NOTEBOOK_CACHE=str(tmp_path / "cache"))
+    _run([py, "-m", "pip", "install", "--quiet", "torch==2.13.0"], cwd=tmp_path, env=env)
+    _run([py, "-m", "pip", "install", "--quiet", f"{wheel}[offline,cli]", "nbclient", "nbformat", "ipykernel"],
+         cwd=tmp_path, env=env)
+    work = tmp_path / "user"
+    work.mkdir()
+    shutil.copy2(REPO / "notebooks" / "legalbench_rag_sac.ipynb", work / "notebook.ipynb")
+    code = ("import nbformat; from nbclient import NotebookClient; nb = nbformat.read('notebook.ipynb', as_version=4);"
+            " NotebookClient(nb, timeout=900, kernel_name='python3', resources={'metadata': {'path': '.'}}).execute();"
+            " print(''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.outputs))")
+    out = _run([py, "-c", code], cwd=work, env=env)
+    assert "SAC lower: True" in out, out[-3000:]
