@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
 
 from llama_index_sac import settings as library
+from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.settings import (
     AnyParserSettings,
     ComponentSettings,
@@ -104,6 +105,11 @@ class AugmentationSettings(BaseModel):
         default=True,
         description="Embed the summary with every chunk (SAC). False: the summary only feeds the document-aware "
         "retriever's document index (chunks embedded alone, as the baseline).",
+    )
+    on_embed_overflow: Literal["trim", "warn"] = Field(
+        default=SummaryAugmentationTransformation.model_fields["on_embed_overflow"].default,
+        description="An EMBED string longer than the embedding model reads: trim its summary to fit (the default) "
+        "or leave it to the model's truncation, with one warning (the published runs before trimming).",
     )
 
 
