@@ -107,7 +107,7 @@ def fit_summaries(nodes: Sequence[BaseNode], summary_key: str, budget: EmbedBudg
             are only measured.
         summary_key: the metadata key of the summary.
         budget: the limit and how to measure.
-        flag_key: metadata key set to True on every node whose summary was trimmed (keep it excluded from EMBED).
+        flag_key: metadata key set to True on every node whose summary was trimmed (excluded from EMBED and LLM).
 
     Returns:
         A :class:`FitReport` (counts; the caller reports them).
@@ -139,6 +139,8 @@ def fit_summaries(nodes: Sequence[BaseNode], summary_key: str, budget: EmbedBudg
         if low < 0:
             node.excluded_embed_metadata_keys = sorted({*node.excluded_embed_metadata_keys, summary_key})
         node.metadata[flag_key] = True
+        node.excluded_embed_metadata_keys = sorted({*node.excluded_embed_metadata_keys, flag_key})
+        node.excluded_llm_metadata_keys = sorted({*node.excluded_llm_metadata_keys, flag_key})
         trimmed += 1
     return FitReport(nodes=len(nodes), trimmed=trimmed, over=over, largest_over=largest)
 
