@@ -225,8 +225,8 @@ def test_case_15_table_header_in_embed_prefix() -> None:
 
 def test_embed_limit_warning_points_at_the_pipeline_run_line() -> None:
     doc = Document(text="Rent is due on the first day of each month. " * 8, id_="d")
-    llm = RecordingLLM(responder=lambda p: "Lease between A and B.")
-    augment = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm), embed_limit=80)  # chunks too long alone
+    llm = RecordingLLM(responder=lambda p: "Lease between A and B.")  # chunks (88) too long alone for 80
+    augment = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm), embed_limit=80)
     pipeline = IngestionPipeline(transformations=[RecursiveCharacterNodeParser(chunk_size=100), augment])
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
