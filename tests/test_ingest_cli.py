@@ -125,13 +125,14 @@ def test_ingest_writes_sac_rows_and_query_reads_them(kind: str, tmp_path: Path) 
     table = rows(spec)
     assert set(per_doc(table)) == set(texts)  # one document per file, its id the folder's name and its path in it
     assert report.chunks_written == len(table) == len(embed.texts_embedded) > 2 * len(texts)
-    summarizer = ExtractiveSummarizer()  # the CLI's default: the shipped term table, a function of the document
+    summarizer = ExtractiveSummarizer()  # the CLI's default: the shipped term table, the file name folded in
     embedded = set()
     for row in table.values():
         node = node_of(row)
         text = texts[row.doc_id]
         assert node.text == text[node.start_char_idx: node.end_char_idx]  # exact offsets into the file's text
-        summary = summarizer.summarize(text).summary
+        summary = summarizer.summarize(text, {"file_name": Path(row.doc_id).name}).summary  # the file name first
+        assert summary.startswith(Path(row.doc_id).stem.replace("_", " ") + ". ")
         assert node.metadata["document_summary"] == summary
         assert node.metadata["file_path"] == row.doc_id and node.metadata["file_name"] == Path(row.doc_id).name
         assert "last_accessed_date" not in node.metadata  # dates would make every file "changed" (docstore hash)
@@ -178,7 +179,8 @@ def test_second_run_recomputes_only_the_changed_file_and_removes_the_deleted_one
         if row.doc_id == changed:
             node = node_of(row)
             assert node.text == new_text[node.start_char_idx: node.end_char_idx]
-            assert node.metadata["document_summary"] == ExtractiveSummarizer().summarize(new_text).summary
+            assert node.metadata["document_summary"] == ExtractiveSummarizer().summarize(
+                new_text, {"file_name": Path(changed).name}).summary
     others = {i: r for i, r in before.items() if r.doc_id not in (changed, deleted)}
     assert same_rows({i: r for i, r in after.items() if r.doc_id != changed}, others)  # untouched
 
