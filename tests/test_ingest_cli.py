@@ -20,12 +20,12 @@ from llama_index.core.schema import MetadataMode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from typer.testing import CliRunner
 
-from llama_index_sac import RecursiveCharacterNodeParser
+from llama_index_sac import RecursiveCharacterNodeParser, SummaryAugmentationTransformation
 from llama_index_sac.apps.benchmark.datasets import synthetic_contracts
 from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec, find_files
 from llama_index_sac.apps.ingest.journal import Journal
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
-from llama_index_sac.apps.ingest.steps import settings_from_options
+from llama_index_sac.apps.ingest.steps import build_steps, fingerprint, settings_from_options
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 from llama_index_sac.summarizers import ExtractiveSummarizer
 from tests.conftest import FakeEmbedding
@@ -431,6 +431,27 @@ def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
     result = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
                                  "--document-aware"])
     assert result.exit_code == 0 and result.stdout.startswith("1. score "), result.output
+    aware = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
+                                "--retrieval", "document-aware"])
+    assert aware.stdout == result.stdout == "\n".join(lines) + "\n"  # document-aware is the default
+    plain = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
+                                "--plain"])
+    dense = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
+                                "--retrieval", "dense"])
+    assert plain.exit_code == 0 and plain.stdout == dense.stdout and plain.stdout.startswith("1. score ")
+    both = runner.invoke(app, ["query", "law?", "--vector-store", store, "--plain", "--retrieval", "document-aware"])
+    assert both.exit_code == 2 and "error: --plain and --retrieval document-aware exclude each other" in both.stderr
+
+
+def test_summary_metadata_reaches_the_summarizer_and_the_model_bounds_the_summaries() -> None:
+    embed = FakeEmbedding()
+    default = build_steps(settings(), embed, None)[1]
+    assert isinstance(default, SummaryAugmentationTransformation)
+    assert default.summarizer.metadata_keys == ["file_name", "title"] and default.embed_model is embed
+    content_only = build_steps(settings_from_options(summary_metadata=[], progress=False), embed, None)[1]
+    assert isinstance(content_only, SummaryAugmentationTransformation) and content_only.summarizer.metadata_keys == []
+    assert fingerprint([build_steps(settings(), embed, None)[0], content_only], embed) != fingerprint(
+        build_steps(settings(), embed, None), embed)  # another collection's settings
 
 
 @pytest.mark.parametrize(("args", "message"), [
