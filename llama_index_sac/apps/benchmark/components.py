@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
+from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from llama_index_sac import settings as library
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
@@ -111,6 +111,14 @@ class AugmentationSettings(BaseModel):
         description="An EMBED string longer than the embedding model reads: trim its summary to fit (the default) "
         "or leave it to the model's truncation, with one warning (the published runs before trimming).",
     )
+
+    @model_serializer(mode="wrap")
+    def _as_recorded(self, handler: Any) -> dict[str, Any]:
+        """``warn`` is not written: results recorded before trimming existed have no such key, and mean it."""
+        data = dict(handler(self))
+        if data.get("on_embed_overflow") == "warn":
+            del data["on_embed_overflow"]
+        return data
 
 
 _PARSERS = kinds_of(AnyParserSettings)
