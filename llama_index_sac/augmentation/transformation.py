@@ -144,7 +144,7 @@ class SummaryAugmentationTransformation(TransformComponent):
 
         pipeline = IngestionPipeline(transformations=[
             RecursiveCharacterNodeParser(chunk_size=500),
-            SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(max_chars=150),
+            SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(max_chars=150), embed_model=embed_model,
                                               cache_dir="~/.cache/llama-index-sac/summaries"),
             embed_model,
         ])
@@ -152,7 +152,11 @@ class SummaryAugmentationTransformation(TransformComponent):
     Raises:
         SummarizationError: a document's summary failed (after the summarizer's retries) and ``on_error="raise"``.
         ValueError: document text cannot be reconstructed (nodes without offsets, disagreeing overlaps), or
-            ``on_embed_overflow="raise"`` and an EMBED string exceeds ``embed_limit``.
+            ``on_embed_overflow="raise"`` and an EMBED string exceeds the limit.
+
+    Warns:
+        EmbedLimitWarning: once per call, with the counts, when chunks exceed the limit on their own (``"trim"``) or
+            EMBED strings exceed it (``"warn"``).
     """
 
     summarizer: SerializeAsAny[BaseSummarizer] = Field(
