@@ -146,8 +146,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # what a user gets by default: the package's summary (identity metadata folded in, trimmed to the model's input
     # limit) and DocumentAwareRetriever.from_defaults
     "default": {"name": "default", "summarizer": {"kind": "extractive"}, "retrieval": "document-aware"},
-    "baseline": {"name": "baseline"},
-    "llamaindex": {"name": "llamaindex", "augmentation": {"embed_metadata": ["file_path"]}},
+    # no summary: nothing to trim; recorded as the published runs were (no on_embed_overflow key)
+    "baseline": {"name": "baseline", "augmentation": _AS_PUBLISHED},
+    "llamaindex": {"name": "llamaindex", "augmentation": {"embed_metadata": ["file_path"], **_AS_PUBLISHED}},
     # the published comparisons: content-only summaries, long EMBED strings left to the model (as they ran)
     "sac": {"name": "sac", "summarizer": {"kind": "extractive", **_CONTENT_ONLY}, "augmentation": _AS_PUBLISHED},
     "sac-meta": {"name": "sac-meta", "summarizer": {"kind": "extractive", "metadata_keys": ["file_name"]},
@@ -160,7 +161,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sac-doc": {"name": "sac-doc", "summarizer": {"kind": "extractive", **_CONTENT_ONLY},
                 "augmentation": _AS_PUBLISHED, "retrieval": "document-aware"},
     "baseline-doc": {"name": "baseline-doc", "summarizer": {"kind": "extractive", **_CONTENT_ONLY},
-                     "augmentation": {"embed_summary": False}, "retrieval": "document-aware"},
+                     "augmentation": {"embed_summary": False, **_AS_PUBLISHED},
+                     "retrieval": "document-aware"},
 }
 
 def _all_keys() -> dict[str, Any]:
