@@ -277,8 +277,7 @@ class DocumentIndex:
 
     def persist(self, persist_dir: str | os.PathLike[str] = "./storage", fname: str = PERSIST_FNAME) -> Path:
         """:meth:`save` into ``persist_dir`` beside a ``StorageContext.persist(persist_dir)`` (created if missing)."""
-        folder = Path(persist_dir).expanduser()
-        folder.mkdir(parents=True, exist_ok=True)
+        (folder := Path(persist_dir).expanduser()).mkdir(parents=True, exist_ok=True)
         return self.save(folder / fname)
 
     @classmethod
@@ -308,32 +307,23 @@ class DocumentIndex:
 
 
 class DocumentAwareRetriever(BaseRetriever):
-    """Retrieval re-weighed by the document prior of :class:`DocumentIndex` (module docstring). A LlamaIndex
-    ``BaseRetriever``: use it wherever a retriever goes (query engines, evaluators); :meth:`from_defaults` builds it
-    from an index, a vector store or another retriever, with the document index read from the store.
-
-    It wraps a ``VectorStoreIndex`` (or a ``VectorIndexRetriever`` over one, its ``filters`` kept): dense candidates
-    plus a query filtered to each focus document (AND those filters); or any other ``BaseRetriever`` (BM25, fusion):
-    its results are re-weighed by the prior (in the units of its scores), no focus documents (it cannot be filtered).
+    """Retrieval re-weighed by the document prior of :class:`DocumentIndex` (module docstring), a LlamaIndex
+    ``BaseRetriever``. It wraps a ``VectorStoreIndex`` (or a ``VectorIndexRetriever``, its ``filters`` kept): dense
+    candidates plus a query filtered to each focus document (AND those filters); or any other ``BaseRetriever`` (BM25,
+    fusion): its results re-weighed by the prior, in the units of its scores, no focus documents.
 
     Args:
-        index: what retrieves the candidates (above).
-        document_index: the summaries (:meth:`DocumentIndex.from_nodes` / ``from_source`` / ``load``).
-        similarity_top_k: chunks returned.
-        candidate_top_k: dense candidates fetched (at least ``similarity_top_k``; a vector index only).
-        prior_weight: weight of the document prior (in the units of the candidates' scores, cosine for a vector
-            index; 0 gives the wrapped retrieval).
-        focus_documents: how many top-prior documents also get a dense query filtered to each (0: none); None: 2 for
-            a vector index, 0 for any other retriever.
-        doc_id_key: the metadata key the store filters document ids on.
-        filters: metadata filters of every dense query (a vector index; a ``VectorIndexRetriever`` brings its own).
+        index: what retrieves the candidates (above). document_index: the summaries (:meth:`DocumentIndex.from_nodes`
+            / ``from_source`` / ``load``). similarity_top_k: chunks returned. candidate_top_k: dense candidates
+            fetched (at least ``similarity_top_k``). prior_weight: weight of the prior (cosine units for a vector
+            index; 0: the wrapped retrieval). focus_documents: top-prior documents that also get a dense query
+            filtered to each; None: 2 for a vector index, 0 otherwise. doc_id_key: the metadata key the store filters
+            document ids on. filters: metadata filters of every dense query.
 
     Raises:
         ValueError: a count below 1 (``focus_documents`` below 0, or above 0 for a retriever that cannot be
-            filtered), or a ``prior_weight`` that is negative, NaN or infinite; at retrieval, a blank query string
-            without a precomputed embedding.
-        TypeError: ``document_index`` is not a :class:`DocumentIndex`, or ``index`` is neither an index nor a
-            retriever.
+            filtered), a ``prior_weight`` negative or not finite; at retrieval, a blank query without an embedding.
+        TypeError: ``document_index`` is not a :class:`DocumentIndex`, or ``index`` neither an index nor a retriever.
 
     Warns:
         StaleDocumentIndexWarning: a focus document has no chunk in the store (module docstring).
@@ -413,18 +403,14 @@ class DocumentAwareRetriever(BaseRetriever):
         return self.document_index.prior_of(query_bundle.query_str) if self.prior_weight > 0 else {}
 
     def _focus(self, prior: Mapping[str, float]) -> list[str]:
-        # one query per focus document, so that each can fill the whole answer (a query over several documents at
-        # once returns the longest one's chunks and can leave the named one short of ``similarity_top_k``)
-        if not self.focus_documents or not prior:
-            return []
-        return sorted(prior, key=lambda d: (-prior[d], d))[: self.focus_documents]
+        # one query per focus document: each can fill the answer (one over several returns the longest one's chunks)
+        return sorted(prior, key=lambda d: (-prior[d], d))[: self.focus_documents] if self.focus_documents else []
 
     def _stale(self, doc_id: str, hits: list[NodeWithScore]) -> None:
         if not hits:
-            warnings.warn(
-                f"document {doc_id!r} of the document index has no chunk in the vector store: the index was "
-                "built from another store or is stale; rebuild it with DocumentIndex.from_source(store)",
-                StaleDocumentIndexWarning, stacklevel=caller_stacklevel())
+            warnings.warn(f"document {doc_id!r} of the document index has no chunk in the vector store: the index was "
+                          "built from another store or is stale; rebuild it with DocumentIndex.from_source(store)",
+                          StaleDocumentIndexWarning, stacklevel=caller_stacklevel())
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         prior = self._prepare(query_bundle)
