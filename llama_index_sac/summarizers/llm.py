@@ -191,11 +191,10 @@ class LLMSummarizer(BaseSummarizer):
             if missing:
                 raise ValueError(f"{name} must use the variables {{document}} and {{max_chars}}; missing {missing}")
         if self.metadata_keys and "metadata" not in set(self.prompt.template_vars):
-            if "metadata_keys" not in self.model_fields_set:  # the default identity keys: this prompt cannot show them
-                self.metadata_keys = []
-            else:
+            if "metadata_keys" in self.model_fields_set:  # the default identity keys: dropped for such a prompt
                 raise ValueError(f"metadata_keys={self.metadata_keys!r} asks to fold metadata into the summary, but "
                                  "the prompt has no {metadata} variable")
+            self.metadata_keys = []
         missing = {"summary", "max_chars"} - set(self.shorten_prompt.template_vars)
         if missing:
             raise ValueError(f"shorten_prompt must use the variables {{summary}} and {{max_chars}}; missing {missing}")
