@@ -431,16 +431,6 @@ def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
     result = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
                                  "--document-aware"])
     assert result.exit_code == 0 and result.stdout.startswith("1. score "), result.output
-    aware = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
-                                "--retrieval", "document-aware"])
-    assert aware.stdout == result.stdout == "\n".join(lines) + "\n"  # document-aware is the default
-    plain = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
-                                "--plain"])
-    dense = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
-                                "--retrieval", "dense"])
-    assert plain.exit_code == 0 and plain.stdout == dense.stdout and plain.stdout.startswith("1. score ")
-    both = runner.invoke(app, ["query", "law?", "--vector-store", store, "--plain", "--retrieval", "document-aware"])
-    assert both.exit_code == 2 and "error: --plain and --retrieval document-aware exclude each other" in both.stderr
 
 
 def test_summary_metadata_reaches_the_summarizer_and_the_model_bounds_the_summaries() -> None:
