@@ -435,12 +435,12 @@ def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
 
 def test_summary_metadata_reaches_the_summarizer_and_the_model_bounds_the_summaries() -> None:
     embed = FakeEmbedding()
-    default = build_steps(settings(), embed, None)[1]
+    default = build_steps(settings(), embed, None)[-1]
     assert isinstance(default, SummaryAugmentationTransformation)
     assert default.summarizer.metadata_keys == ["file_name", "title"] and default.embed_model is embed
-    content_only = build_steps(settings_from_options(summary_metadata=[], progress=False), embed, None)[1]
+    content_only = build_steps(settings_from_options(summary_metadata=[], progress=False), embed, None)[-1]
     assert isinstance(content_only, SummaryAugmentationTransformation) and content_only.summarizer.metadata_keys == []
-    assert fingerprint([build_steps(settings(), embed, None)[0], content_only], embed) != fingerprint(
+    assert fingerprint([*build_steps(settings(), embed, None)[:-1], content_only], embed) != fingerprint(
         build_steps(settings(), embed, None), embed)  # another collection's settings
 
 
