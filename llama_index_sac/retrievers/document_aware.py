@@ -66,7 +66,7 @@ from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.documents import reconstruct_text
-from llama_index_sac.embeddings.model import default_embedding_model
+from llama_index_sac.embeddings.default import default_embedding_model
 from llama_index_sac.evaluation.locations import stored_nodes
 from llama_index_sac.retrievers.document_names import (
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
