@@ -37,6 +37,7 @@ from llama_index_sac.node_parser import (
 )
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex, StaleDocumentIndexWarning
 from llama_index_sac.retrievers.document_names import distinctive_names
+from llama_index_sac.retrievers.postprocessor import DocumentAwarePostprocessor
 from llama_index_sac.sentences import sentence_spans
 from llama_index_sac.summarizers import (
     BaseSummarizer,
@@ -82,6 +83,7 @@ __all__ = [
     "BaseSummarizer",
     "CacheReadWarning",
     "CacheWriteWarning",
+    "DocumentAwarePostprocessor",
     "DocumentAwareRetriever",
     "DocumentIndex",
     "SACIngestionPipeline",

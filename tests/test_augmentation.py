@@ -175,7 +175,8 @@ def test_case_03_embed_limit_warns_or_raises_never_cuts() -> None:
     nodes = RecursiveCharacterNodeParser(chunk_size=400)([doc])
     with pytest.warns(EmbedLimitWarning, match="exceed embed_limit=400"):
         out = text_nodes(SummaryAugmentationTransformation(summarizer=fake_summarizer(llm, max_chars=200),
-                                                           embed_limit=400)(nodes, documents=[doc]))
+                                                           embed_limit=400, on_embed_overflow="warn")(
+            nodes, documents=[doc]))
     assert "".join(n.text for n in out) == text
     nodes = RecursiveCharacterNodeParser(chunk_size=180)([doc])
     with pytest.raises(ValueError, match="summary alone leaves no room"):
@@ -224,8 +225,8 @@ def test_case_15_table_header_in_embed_prefix() -> None:
 
 def test_embed_limit_warning_points_at_the_pipeline_run_line() -> None:
     doc = Document(text="Rent is due on the first day of each month. " * 8, id_="d")
-    llm = RecordingLLM(responder=lambda p: "Lease between A and B.")
-    augment = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm), embed_limit=100)
+    llm = RecordingLLM(responder=lambda p: "Lease between A and B.")  # chunks (88) too long alone for 80
+    augment = SummaryAugmentationTransformation(summarizer=fake_summarizer(llm), embed_limit=80)
     pipeline = IngestionPipeline(transformations=[RecursiveCharacterNodeParser(chunk_size=100), augment])
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -310,7 +311,8 @@ def test_second_run_makes_zero_calls_and_ids_do_not_matter(tmp_path: Path) -> No
                                                      cache_dir=str(tmp_path))
     first = make()(RecursiveCharacterNodeParser(chunk_size=200)(docs()), documents=docs())
     assert len(llm.prompts) == 2
-    renamed = [Document(text=NDA, id_="other-id"), Document(text=LEASE, id_="x")]
+    renamed = [Document(text=NDA, id_="other-id", metadata={"file_name": "nda.txt"}),
+               Document(text=LEASE, id_="x", metadata={"file_name": "lease.txt"})]  # same file names, other ids
     second = make()
     again = second(RecursiveCharacterNodeParser(chunk_size=200)(renamed), documents=renamed)
     assert len(llm.prompts) == 2 and second.summarizer_calls == 0
@@ -367,6 +369,6 @@ def test_extractive_default_uses_the_shipped_table_and_fits_nothing() -> None:
     assert transform.summarizer.term_statistics is None  # nothing fitted on the call's documents
     assert transform.to_dict()["summarizer_identity"]["term_statistics"]["name"] == "legal-terms-v1"
     nda = {n.metadata["document_summary"] for n in out if source_id(n) == "nda"}
-    assert nda == {next(iter(nda))} and next(iter(nda)).startswith(
-        "Mutual Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech Ltd.")
+    assert nda == {next(iter(nda))} and next(iter(nda)).startswith(  # the file name first (identity metadata)
+        "nda. Mutual Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech Ltd.")
     assert {n.metadata["summary_strategy"] for n in out} == {"extractive"}

@@ -22,6 +22,7 @@ from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
     SUMMARIZER_KINDS,
     ComponentSettings,
+    DocumentRetrievalSettings,
     ExtractiveSummarizerSettings,
     HybridParserSettings,
     LLMSummarizerSettings,
@@ -59,7 +60,8 @@ runner = CliRunner()
 
 
 def test_parse_config_presets_and_dotted_overrides():
-    assert parse_config("baseline") == RunConfig(name="baseline")
+    assert parse_config("baseline") == RunConfig.model_validate(
+        {"name": "baseline", "augmentation": {"on_embed_overflow": "warn"}})  # recorded as the published runs
     sac = parse_config("sac")
     assert isinstance(sac.summarizer, ExtractiveSummarizerSettings) and isinstance(sac.parser, RecursiveParserSettings)
     assert (sac.parser.chunk_size, sac.summarizer.max_chars, sac.summarizer.terms) == (500, 150, "corpus")
@@ -115,10 +117,23 @@ def test_the_published_command_lines_parse_to_the_recorded_configurations():
         assert [parse_config(spec) for spec in specs] == [c.config for c in results.configs], path
 
 
+def test_default_is_what_a_user_gets_and_the_published_presets_stay_as_they_ran():
+    default = parse_config("default")
+    assert default.summarizer.model_dump()["metadata_keys"] == ["file_name", "title"]  # the component's default
+    assert (default.augmentation.on_embed_overflow, default.retrieval) == ("trim", "document-aware")
+    assert default.document_retrieval == DocumentRetrievalSettings()  # DocumentAwareRetriever's defaults
+    for name in ("sac", "sac-doc", "baseline-doc"):
+        assert parse_config(name).summarizer.model_dump()["metadata_keys"] == [], name  # content-only, as published
+    assert parse_config("sac").augmentation.on_embed_overflow == "warn"  # as published: no trimming
+    meta = parse_config("sac-meta")
+    assert meta.summarizer.model_dump()["metadata_keys"] == ["file_name"]
+    assert meta.augmentation.on_embed_overflow == "warn"
+
+
 @pytest.mark.parametrize(
     ("spec", "pattern"),
     [
-        ("nope", "unknown configuration 'nope' in 'nope': choose from baseline, sac"),
+        ("nope", "unknown configuration 'nope' in 'nope': choose from default, baseline, llamaindex, sac"),
         ("sac:colour=blue", "bad option 'colour' in configuration 'sac:colour=blue': the keys are name, retrieval"),
         ("sac:parser.chunk_sise=3", "did you mean 'parser.chunk_size'?"),
         ("sac:retrieval.x=1", "bad option 'retrieval.x'"),
@@ -135,7 +150,7 @@ def test_the_published_command_lines_parse_to_the_recorded_configurations():
         ("baseline:parser.kind=semantic,parser.min_chunk_size=900,parser.max_chunk_size=800",
          "min_chunk_size (900) must not exceed max_chunk_size (800)"),  # the component's own rule
         ("sac:summarizer.max_chars=0", "summarizer.max_chars: Input should be greater than 0"),
-        ("sac:summarizer.metadata_keys=title", "unknown document metadata key(s) ['title']"),
+        ("sac:summarizer.metadata_keys=author", "unknown document metadata key(s) ['author']"),
         ("sac:retrieval=sparse", "retrieval: Input should be 'dense', 'hybrid' or 'document-aware'"),
         ("sac:name=", "name: String should have at least 1 character"),
     ],
@@ -253,7 +268,7 @@ def test_every_eval_option_is_checked_against_the_models():
                 assert info.max == next(m.le for m in field.metadata if getattr(m, "le", None) is not None)
         else:
             assert name in cli_only, f"eval option --{name} is checked against no model"
-    assert DEFAULT_CONFIGS == ("baseline", "sac") and all(c in PRESETS for c in DEFAULT_CONFIGS)
+    assert DEFAULT_CONFIGS == ("baseline", "llamaindex", "default") and all(c in PRESETS for c in DEFAULT_CONFIGS)
 
 
 def test_the_default_chunk_size_is_written_once():

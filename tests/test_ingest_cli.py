@@ -20,12 +20,12 @@ from llama_index.core.schema import MetadataMode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from typer.testing import CliRunner
 
-from llama_index_sac import RecursiveCharacterNodeParser
+from llama_index_sac import RecursiveCharacterNodeParser, SummaryAugmentationTransformation
 from llama_index_sac.apps.benchmark.datasets import synthetic_contracts
 from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec, find_files
 from llama_index_sac.apps.ingest.journal import Journal
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
-from llama_index_sac.apps.ingest.steps import settings_from_options
+from llama_index_sac.apps.ingest.steps import build_steps, fingerprint, settings_from_options
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 from llama_index_sac.summarizers import ExtractiveSummarizer
 from tests.conftest import FakeEmbedding
@@ -125,13 +125,14 @@ def test_ingest_writes_sac_rows_and_query_reads_them(kind: str, tmp_path: Path) 
     table = rows(spec)
     assert set(per_doc(table)) == set(texts)  # one document per file, its id the folder's name and its path in it
     assert report.chunks_written == len(table) == len(embed.texts_embedded) > 2 * len(texts)
-    summarizer = ExtractiveSummarizer()  # the CLI's default: the shipped term table, a function of the document
+    summarizer = ExtractiveSummarizer()  # the CLI's default: the shipped term table, the file name folded in
     embedded = set()
     for row in table.values():
         node = node_of(row)
         text = texts[row.doc_id]
         assert node.text == text[node.start_char_idx: node.end_char_idx]  # exact offsets into the file's text
-        summary = summarizer.summarize(text).summary
+        summary = summarizer.summarize(text, {"file_name": Path(row.doc_id).name}).summary  # the file name first
+        assert summary.startswith(Path(row.doc_id).stem.replace("_", " ") + ". ")
         assert node.metadata["document_summary"] == summary
         assert node.metadata["file_path"] == row.doc_id and node.metadata["file_name"] == Path(row.doc_id).name
         assert "last_accessed_date" not in node.metadata  # dates would make every file "changed" (docstore hash)
@@ -178,7 +179,8 @@ def test_second_run_recomputes_only_the_changed_file_and_removes_the_deleted_one
         if row.doc_id == changed:
             node = node_of(row)
             assert node.text == new_text[node.start_char_idx: node.end_char_idx]
-            assert node.metadata["document_summary"] == ExtractiveSummarizer().summarize(new_text).summary
+            assert node.metadata["document_summary"] == ExtractiveSummarizer().summarize(
+                new_text, {"file_name": Path(changed).name}).summary
     others = {i: r for i, r in before.items() if r.doc_id not in (changed, deleted)}
     assert same_rows({i: r for i, r in after.items() if r.doc_id != changed}, others)  # untouched
 
@@ -429,6 +431,17 @@ def test_cli_ingest_and_query_with_the_default_model(tmp_path: Path) -> None:
     result = runner.invoke(app, ["query", "Which law governs the agreement?", "--vector-store", store, "--k", "2",
                                  "--document-aware"])
     assert result.exit_code == 0 and result.stdout.startswith("1. score "), result.output
+
+
+def test_summary_metadata_reaches_the_summarizer_and_the_model_bounds_the_summaries() -> None:
+    embed = FakeEmbedding()
+    default = build_steps(settings(), embed, None)[-1]
+    assert isinstance(default, SummaryAugmentationTransformation)
+    assert default.summarizer.metadata_keys == ["file_name", "title"] and default.embed_model is embed
+    content_only = build_steps(settings_from_options(summary_metadata=[], progress=False), embed, None)[-1]
+    assert isinstance(content_only, SummaryAugmentationTransformation) and content_only.summarizer.metadata_keys == []
+    assert fingerprint([*build_steps(settings(), embed, None)[:-1], content_only], embed) != fingerprint(
+        build_steps(settings(), embed, None), embed)  # another collection's settings
 
 
 @pytest.mark.parametrize(("args", "message"), [

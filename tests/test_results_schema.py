@@ -80,7 +80,8 @@ def test_the_current_shape_loads_field_by_field():
         150, ["file_name"], 5, 4000, False, "corpus")
     assert isinstance(llm.summarizer, LLMSummarizerSettings)
     assert llm.summarizer.model_dump() == {"kind": "llm", "model": "q.gguf", "api_base": None, "prompt": "expert",
-                                           "max_chars": 300, "metadata_keys": [], "max_input_chars": 2000,
+                                           "max_chars": 300, "metadata_keys": ["file_name", "title"],  # default
+                                           "max_input_chars": 2000,
                                            "long_document": "head_tail"}
     # numbers untouched
     assert results.configs[1].aggregates.at("nda", 1).drm == 0.25

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import pytest
+from llama_index.core import PromptTemplate
 
 from llama_index_sac.summarizers import (
     GENERIC_SUMMARY_PROMPT,
@@ -189,7 +190,7 @@ def test_extractive_needs_no_fit_and_folds_metadata() -> None:
     assert shipped.startswith("Mutual Non-Disclosure Agreement between Kestrel Analytics, Inc. and Marlow Biotech")
     with pytest.raises(ValueError):
         ExtractiveSummarizer().fit(["", "  "])
-    plain = ExtractiveSummarizer().fit([NDA, LEASE])
+    plain = ExtractiveSummarizer(metadata_keys=[]).fit([NDA, LEASE])
     assert plain.summarize(NDA, {"file_name": "x.txt"}).summary == plain.summarize(NDA).summary  # content-only
     folded = ExtractiveSummarizer(metadata_keys=["file_name"]).fit([NDA, LEASE])
     summary = folded.summarize(NDA, {"file_name": "/data/contracts/kestrel_marlow%20nda.txt"}).summary
@@ -290,12 +291,16 @@ def test_llm_summarizer_expert_prompts_and_identity() -> None:
         LLMSummarizer(llm=llm, prompt=GENERIC_SUMMARY_PROMPT.__class__("Summarize in {max_chars} characters."))
 
 
-def test_llm_summarizer_folds_metadata_only_when_asked() -> None:
+def test_llm_summarizer_folds_the_identity_metadata_unless_told_otherwise() -> None:
     llm = RecordingLLM()
-    LLMSummarizer(llm=llm).summarize(NDA, {"title": "Kestrel NDA"})
-    LLMSummarizer(llm=llm, metadata_keys=["title"]).summarize(NDA, {"title": "Kestrel NDA"})
+    LLMSummarizer(llm=llm, metadata_keys=[]).summarize(NDA, {"title": "Kestrel NDA"})
+    LLMSummarizer(llm=llm).summarize(NDA, {"title": "Kestrel NDA", "file_name": "a/nda_kestrel.txt", "x": "y"})
     assert "Kestrel NDA" not in llm.prompts[0]
-    assert "Document metadata: title: Kestrel NDA" in llm.prompts[1]
+    assert "Document metadata: file_name: nda kestrel; title: Kestrel NDA\n\n" in llm.prompts[1]
+    no_slot = LLMSummarizer(llm=llm, prompt=PromptTemplate("{document} in {max_chars}"))  # cannot show metadata
+    assert no_slot.metadata_keys == [] and no_slot.identity()["metadata_keys"] == []
+    with pytest.raises(ValueError, match="no {metadata} variable"):
+        LLMSummarizer(llm=llm, metadata_keys=["title"], prompt=PromptTemplate("{document} in {max_chars}"))
 
 
 def test_llm_length_control_retry_then_cut() -> None:

@@ -51,12 +51,18 @@ Placements (both tested with ``RecursiveCharacterNodeParser`` and LlamaIndex's `
   (``DocstoreStrategy.UPSERTS``) this placement changes each Document's hash (its metadata now holds the summary),
   so every re-run treats every document as changed: use the after-parser placement there.
 
-Embedding input limit (case 03): with ``embed_limit`` set, every node's EMBED string is measured
-(``embed_length_function``, default characters; :func:`token_length_function` for a tokenizer). When some exceed
-the limit, ``on_embed_overflow="warn"`` (default) emits one ``EmbedLimitWarning`` naming how many nodes, the largest
-and what to change (``logging.captureWarnings(True)`` routes it to logging); ``"raise"`` raises ``ValueError``. The
-chunk body is never cut.
-For all-MiniLM-L6-v2 the limit is 256 word pieces (``[CLS]``/``[SEP]`` included).
+Embedding input limit: with ``embed_model`` (the model the nodes will be embedded with) or ``embed_limit`` set,
+every chunk's EMBED string is measured: against the model's input limit with its own tokenizer
+(:func:`~llama_index_sac.embeddings.model.embedding_max_tokens`, 256 tokens with ``[CLS]``/``[SEP]`` for
+all-MiniLM-L6-v2; :func:`~llama_index_sac.embeddings.model.embedding_token_counter`; a model's ``text_instruction``
+counts too), or against ``embed_limit`` in the unit of ``embed_length_function`` (default characters). With
+``on_embed_overflow="trim"`` (default) the summary gives way, never the chunk: a node whose EMBED string is too
+long gets its summary trimmed at a word boundary, just enough to fit (:mod:`.fit`; the trimmed summary is what its
+metadata holds and what is embedded; ``summary_trimmed`` is set); a chunk too long even without its summary keeps
+it and is reported in ONE ``EmbedLimitWarning`` per call with the counts. ``"warn"``: nothing is trimmed, one
+``EmbedLimitWarning`` names how many nodes exceed the limit; ``"raise"``: ``ValueError``. ``last_embed_fit`` holds
+the counts of the last call. A model whose limit or tokenizer is unknown is not measured (logged). Fitting needs the
+chunks: it applies in the after-parser placement.
 
 Errors: the summarizer retries transient errors (see ``LLMSummarizer``). A document that still fails raises
 :class:`SummarizationError` (``on_error="raise"``: documents not yet started are cancelled; completed summaries
@@ -89,12 +95,25 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, field_validator
-from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
+from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
 
+from llama_index_sac.augmentation.fit import (
+    EmbedBudget,
+    FitReport,
+    character_budget,
+    fit_embed_strings,
+    model_budget,
+)
 from llama_index_sac.augmentation.summarizing import summarize_groups
 from llama_index_sac.documents import DocumentGroup, group_by_document, is_document
-from llama_index_sac.embeddings.model import EmbedLimitWarning, check_text_limit, token_length_function
+from llama_index_sac.embeddings.model import (
+    EmbedLimitWarning,
+    embedding_identity,
+    embedding_max_tokens,
+    token_length_function,
+)
 from llama_index_sac.node_parser.base import callable_identity
 from llama_index_sac.summarizers.base import BaseSummarizer, SummaryResult, run_sync
 from llama_index_sac.summarizers.cache import SummaryCache, SummaryCacheError
@@ -113,7 +132,7 @@ logger = logging.getLogger(__name__)
 
 #: Metadata keys the transformation writes for bookkeeping (never embedded, never shown to the LLM).
 BOOKKEEPING_KEYS = ("summary_strategy", "summary_truncated", "summary_cut", "summary_source", "summary_cache_error",
-                    "summary_error")
+                    "summary_error", "summary_trimmed")
 
 
 # -- the transformation ----------------------------------------------------------------------------------------
@@ -125,7 +144,7 @@ class SummaryAugmentationTransformation(TransformComponent):
 
         pipeline = IngestionPipeline(transformations=[
             RecursiveCharacterNodeParser(chunk_size=500),
-            SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(max_chars=150),
+            SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(max_chars=150), embed_model=embed_model,
                                               cache_dir="~/.cache/llama-index-sac/summaries"),
             embed_model,
         ])
@@ -133,7 +152,11 @@ class SummaryAugmentationTransformation(TransformComponent):
     Raises:
         SummarizationError: a document's summary failed (after the summarizer's retries) and ``on_error="raise"``.
         ValueError: document text cannot be reconstructed (nodes without offsets, disagreeing overlaps), or
-            ``on_embed_overflow="raise"`` and an EMBED string exceeds ``embed_limit``.
+            ``on_embed_overflow="raise"`` and an EMBED string exceeds the limit.
+
+    Warns:
+        EmbedLimitWarning: once per call, with the counts, when chunks exceed the limit on their own (``"trim"``) or
+            EMBED strings exceed it (``"warn"``).
     """
 
     summarizer: SerializeAsAny[BaseSummarizer] = Field(
@@ -167,17 +190,25 @@ class SummaryAugmentationTransformation(TransformComponent):
         description="Set each node's text_template (None: keep it, LlamaIndex '{metadata_str}\\n\\n{content}', "
         "i.e. summary first).",
     )
+    embed_model: BaseEmbedding | None = Field(
+        default=None,
+        description="The embedding model the nodes will be embedded with: its input limit and tokenizer bound each "
+        "EMBED string (on_embed_overflow). None: not measured unless embed_limit is set. Serialized as its identity "
+        "and limit.",
+    )
     embed_limit: int | None = Field(
         default=None, gt=0,
-        description="Input limit of the embedding model for the EMBED string, in the unit of "
-        "embed_length_function (characters by default); None: no check.",
+        description="Input limit for the EMBED string, in the unit of embed_length_function (characters by "
+        "default); overrides embed_model's limit. None: embed_model's limit, or no check.",
     )
     embed_length_function: Callable[[str], int] | None = Field(
         default=None, description="Measures EMBED strings for embed_limit (None: characters); see "
         "token_length_function()."
     )
-    on_embed_overflow: Literal["warn", "raise"] = Field(
-        default="warn", description="When EMBED strings exceed embed_limit: one EmbedLimitWarning, or ValueError."
+    on_embed_overflow: Literal["trim", "warn", "raise"] = Field(
+        default="trim",
+        description="When EMBED strings exceed the limit: trim each one's summary at a word boundary to fit (chunks "
+        "too long alone: one EmbedLimitWarning with counts), one EmbedLimitWarning without trimming, or ValueError.",
     )
     on_error: Literal["raise", "skip"] = Field(
         default="raise",
@@ -194,6 +225,8 @@ class SummaryAugmentationTransformation(TransformComponent):
     _calls: int = PrivateAttr(default=0)
     _epoch: int = PrivateAttr(default=0)  # failures recorded by this object (see failure_epoch)
     _memo: dict[str, SummaryResult] = PrivateAttr(default_factory=dict)  # summaries by cache key, without cache_dir
+    _budget: tuple[int, EmbedBudget | None] | None = PrivateAttr(default=None)  # (id of embed_model, its budget)
+    _last_fit: FitReport = PrivateAttr(default_factory=FitReport)
 
     @field_validator("cache_dir", mode="before")
     @classmethod
@@ -203,6 +236,13 @@ class SummaryAugmentationTransformation(TransformComponent):
     @field_serializer("embed_length_function")
     def _serialize_length(self, fn: Callable[[str], int] | None) -> str | None:
         return callable_identity(fn)
+
+    @field_serializer("embed_model")
+    def _serialize_embed_model(self, model: BaseEmbedding | None) -> dict[str, Any] | None:
+        if model is None:
+            return None
+        return {**embedding_identity(model), "max_tokens": embedding_max_tokens(model),
+                "text_instruction": getattr(model, "text_instruction", None)}
 
     @classmethod
     def class_name(cls) -> str:
@@ -232,6 +272,12 @@ class SummaryAugmentationTransformation(TransformComponent):
         self._epoch = max(self._epoch, int(epoch))
 
     @property
+    def last_embed_fit(self) -> FitReport:
+        """The counts of the last call's fitting (``on_embed_overflow="trim"``): nodes measured, summaries trimmed,
+        chunks over the limit on their own."""
+        return self._last_fit
+
+    @property
     def summarizer_calls(self) -> int:
         """Summaries computed by the summarizer (cache hits and empty documents excluded) by this instance."""
         return self._calls
@@ -257,7 +303,7 @@ class SummaryAugmentationTransformation(TransformComponent):
         self._record_failures(groups)
         for group in groups:
             self._apply(group)
-        self._check_embed_limit(nodes)
+        self._fit_embed_limit(nodes)
         return nodes
 
     # -- grouping -------------------------------------------------------------------------------------------
@@ -350,23 +396,13 @@ class SummaryAugmentationTransformation(TransformComponent):
             if self.text_template is not None and hasattr(node, "text_template"):
                 node.text_template = self.text_template
 
-    def _check_embed_limit(self, nodes: Sequence[BaseNode]) -> None:
-        if self.embed_limit is None:
-            return
-        measure = self.embed_length_function or len
-        unit = "characters" if self.embed_length_function is None else "units of embed_length_function"
+    def _fit_embed_limit(self, nodes: Sequence[BaseNode]) -> None:
+        budget: EmbedBudget | None = None
+        if self.embed_limit is not None:
+            budget = character_budget(self.embed_limit, self.embed_length_function)
+        else:
+            if self.embed_model is not None and (self._budget is None or self._budget[0] != id(self.embed_model)):
+                self._budget = (id(self.embed_model), model_budget(self.embed_model))  # a tokenizer, built once
+            budget = self._budget[1] if self.embed_model is not None and self._budget is not None else None
         embedded = [n for n in nodes if not isinstance(n, Document)]  # documents are not embedded; their chunks are
-
-        def describe(index: int, size: int) -> str:
-            node = embedded[index]
-            body = measure(node.get_content(metadata_mode=MetadataMode.NONE))
-            alone = ", the summary alone leaves no room for the chunk" if size - body >= (self.embed_limit or 0) else ""
-            return f"node {node.node_id!r}, {size}, of which the chunk body is {body}{alone}"
-
-        check_text_limit(
-            [n.get_content(metadata_mode=MetadataMode.EMBED) for n in embedded], self.embed_limit, measure,
-            what="augmented nodes", limit_label=f"embed_limit={self.embed_limit} {unit}", describe=describe,
-            advice="the embedding model will truncate them: lower the chunk size to at most embed_limit minus the "
-            "summary and separators, or lower the summarizer's max_chars. Chunk bodies are never cut here.",
-            on_overflow=self.on_embed_overflow,
-        )
+        self._last_fit = fit_embed_strings(embedded, self.summary_key, budget, self.on_embed_overflow)

@@ -1,4 +1,5 @@
-"""Retrievers: :class:`DocumentAwareRetriever` and its :class:`DocumentIndex`; a document's distinctive names."""
+"""Retrievers: :class:`DocumentAwareRetriever` and its :class:`DocumentIndex`, the same prior as a node postprocessor
+(:class:`DocumentAwarePostprocessor`); a document's distinctive names."""
 
 from llama_index_sac.retrievers.document_aware import (
     DocumentAwareRetriever,
@@ -12,9 +13,11 @@ from llama_index_sac.retrievers.document_names import (
     query_tokens,
     word_tokens,
 )
+from llama_index_sac.retrievers.postprocessor import DocumentAwarePostprocessor
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_FREQUENCY",
+    "DocumentAwarePostprocessor",
     "DocumentAwareRetriever",
     "DocumentIndex",
     "StaleDocumentIndexWarning",

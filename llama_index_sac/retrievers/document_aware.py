@@ -18,18 +18,15 @@ the dense chunk score:
 3. **Fusion.** ``score(chunk) = dense_score(chunk) + prior_weight * prior(document of chunk)``; the top
    ``similarity_top_k`` are returned, each ``NodeWithScore.score`` being the fused score.
 
-Hard routing to the top documents and scoring the summary's similarity at query time instead of embedding it with the
-chunk were both worse than plain SAC in a first experiment here; this retriever does neither. The defaults
-(``prior_weight``, ``focus_documents``, ``name_weight``) were chosen by leave-one-dataset-out over LegalBench-RAG's
-four datasets, never on the queries they are scored on (``bench/tune_document_retrieval.py``, ``docs/results.md``
-section 6). The names' ``max_document_frequency`` (2%) is not held out: it was set before those runs, in a
+The defaults (``prior_weight``, ``focus_documents``, ``name_weight``) were chosen by leave-one-dataset-out over
+LegalBench-RAG's four datasets, never on the queries they are scored on (``bench/tune_document_retrieval.py``).
+The names' ``max_document_frequency`` (2%) is not held out: it was set before those runs, in a
 document-identification exploration on the same benchmark (disclosed there).
 
 Works over any LlamaIndex vector store whose dense scores are cosine similarities (NumpyVectorStore, Qdrant's
 default) or monotone in them, and that filters on the document id key (``ref_doc_id`` by default; every store
-LlamaIndex writes keeps it). The document index is built from what the store already holds: the summaries that
-:class:`~llama_index_sac.SummaryAugmentationTransformation` wrote and the chunks' text (no LLM or
-embedding call); it is saved with :meth:`DocumentIndex.save`.
+LlamaIndex writes keeps it). The document index is built from what the store already holds (the summaries and the
+chunks' text; no model call); :meth:`DocumentIndex.persist` saves it beside a ``StorageContext``'s ``persist_dir``.
 
 The weights are in cosine units. LlamaIndex's Chroma store reports ``exp(-distance)``: ``exp(cosine - 1)`` in a
 collection created with ``metadata={"hnsw:space": "cosine"}`` (what ``llama-sac ingest`` and ``docs/production.md``
@@ -38,13 +35,13 @@ about 1.5 times more. In Chroma's default ``l2`` space (squared distance, ``2 - 
 all-MiniLM-L6-v2) it is ``exp(2 cosine - 2)``, whose differences are 0.5 to 1.1 times the cosine's over the same
 range: another scale again, so create Chroma collections in cosine space.
 
-A document the prior picks but the store holds no chunk of (a document index built from another store, or not
-rebuilt after documents were removed) is reported with a :class:`StaleDocumentIndexWarning`; its prior then
-changes nothing.
+A document the prior picks that has no chunk in the store (an index built from another store, or stale) is reported
+with a :class:`StaleDocumentIndexWarning`; its prior then changes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -57,15 +54,19 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store import VectorStoreIndex
+from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
-from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores import MetadataFilters
+from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.documents import reconstruct_text
+from llama_index_sac.embeddings.default import default_embedding_model
 from llama_index_sac.evaluation.locations import stored_nodes
 from llama_index_sac.retrievers.document_names import (
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
@@ -73,6 +74,7 @@ from llama_index_sac.retrievers.document_names import (
     query_tokens,
     word_tokens,
 )
+from llama_index_sac.retrievers.fusion import fuse, with_document
 from llama_index_sac.summarizers.terms import TermStatistics
 
 __all__ = ["DocumentAwareRetriever", "DocumentIndex", "StaleDocumentIndexWarning"]
@@ -89,6 +91,8 @@ DEFAULT_NAME_WEIGHT = 0.5
 MAX_NAME_OCCURRENCES = 1 << 24
 #: The largest file :meth:`DocumentIndex.load` reads, in bytes.
 LOAD_MAX_BYTES = 1 << 30
+#: File name of :meth:`DocumentIndex.persist` in a ``persist_dir`` (beside LlamaIndex's ``docstore.json``...).
+PERSIST_FNAME = "document_index.json"
 
 
 class StaleDocumentIndexWarning(UserWarning):
@@ -191,7 +195,7 @@ class DocumentIndex:
                    names: bool = True, name_weight: float = DEFAULT_NAME_WEIGHT,
                    statistics: TermStatistics | None = None,
                    max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY) -> DocumentIndex:
-        """The summaries carried by ``nodes`` (SAC chunks: one per ``ref_doc_id``, the first seen) and, with
+        """The summaries carried by ``nodes`` (SAC chunks: per ``ref_doc_id``, the longest) and, with
         ``names``, the distinctive names of each document's text rebuilt from its chunks (offset order, overlaps
         read once; ``statistics`` and ``max_document_frequency`` as in
         :func:`~llama_index_sac.retrievers.document_names.distinctive_names`). No model call.
@@ -200,10 +204,9 @@ class DocumentIndex:
             ValueError: no node carries ``summary_key``."""
         chunks = [item.node if isinstance(item, NodeWithScore) else item for item in nodes]
         summaries: dict[str, str] = {}
-        for node in chunks:
-            doc_id = node.ref_doc_id
-            summary = node.metadata.get(summary_key)
-            if doc_id is not None and isinstance(summary, str) and doc_id not in summaries:
+        for node in chunks:  # a document's longest summary: chunks may carry it trimmed to the embedding limit
+            doc_id, summary = node.ref_doc_id, node.metadata.get(summary_key)
+            if doc_id is not None and isinstance(summary, str) and len(summary) >= len(summaries.get(doc_id, " ")):
                 summaries[doc_id] = summary
         if not summaries:
             raise ValueError(f"no node carries metadata[{summary_key!r}] with a document id: were the nodes "
@@ -272,6 +275,17 @@ class DocumentIndex:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: bad document index ({exc})") from exc
 
+    def persist(self, persist_dir: str | os.PathLike[str] = "./storage", fname: str = PERSIST_FNAME) -> Path:
+        """:meth:`save` into ``persist_dir`` beside a ``StorageContext.persist(persist_dir)`` (created if missing)."""
+        (folder := Path(persist_dir).expanduser()).mkdir(parents=True, exist_ok=True)
+        return self.save(folder / fname)
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: str | os.PathLike[str] = "./storage",
+                         fname: str = PERSIST_FNAME) -> DocumentIndex:
+        """:meth:`load` the index :meth:`persist` wrote into ``persist_dir`` (raises as :meth:`load` does)."""
+        return cls.load(Path(persist_dir).expanduser() / fname)
+
     def __len__(self) -> int:
         return len(self.doc_ids)
 
@@ -293,79 +307,143 @@ class DocumentIndex:
 
 
 class DocumentAwareRetriever(BaseRetriever):
-    """Dense chunk retrieval re-weighed by a BM25 match of the query against each document's summary (module
-    docstring). A LlamaIndex ``BaseRetriever``: use it wherever a retriever goes (query engines, evaluators).
+    """Retrieval re-weighed by the document prior of :class:`DocumentIndex` (module docstring), a LlamaIndex
+    ``BaseRetriever``. It wraps a ``VectorStoreIndex`` (or a ``VectorIndexRetriever``, its ``filters`` kept): dense
+    candidates plus a query filtered to each focus document (AND those filters); or any other ``BaseRetriever`` (BM25,
+    fusion): its results re-weighed by the prior, in the units of its scores, no focus documents.
 
     Args:
-        index: the ``VectorStoreIndex`` of the SAC chunks (any vector store that keeps the document id key).
-        document_index: the summaries (:meth:`DocumentIndex.from_nodes` / ``from_source`` / ``load``).
-        similarity_top_k: chunks returned.
-        candidate_top_k: dense candidates fetched (at least ``similarity_top_k``).
-        prior_weight: weight of the document prior (in cosine units; 0 gives plain dense retrieval).
-        focus_documents: how many top-prior documents also get a dense query filtered to each (0: none).
-        doc_id_key: the metadata key the store filters document ids on.
+        index: what retrieves the candidates (above). document_index: the summaries (:meth:`DocumentIndex.from_nodes`
+            / ``from_source`` / ``load``). similarity_top_k: chunks returned. candidate_top_k: dense candidates
+            fetched (at least ``similarity_top_k``). prior_weight: weight of the prior (cosine units for a vector
+            index; 0: the wrapped retrieval). focus_documents: top-prior documents that also get a dense query
+            filtered to each; None: 2 for a vector index, 0 otherwise. doc_id_key: the metadata key the store filters
+            document ids on. filters: metadata filters of every dense query.
 
     Raises:
-        ValueError: a count below 1 (``focus_documents`` below 0), or a ``prior_weight`` that is negative, NaN or
-            infinite; at retrieval, a blank query string without a precomputed embedding.
-        TypeError: ``document_index`` is not a :class:`DocumentIndex`.
+        ValueError: a count below 1 (``focus_documents`` below 0, or above 0 for a retriever that cannot be
+            filtered), a ``prior_weight`` negative or not finite; at retrieval, a blank query without an embedding.
+        TypeError: ``document_index`` is not a :class:`DocumentIndex`, or ``index`` neither an index nor a retriever.
 
     Warns:
         StaleDocumentIndexWarning: a focus document has no chunk in the store (module docstring).
     """
 
-    def __init__(self, index: VectorStoreIndex, document_index: DocumentIndex, *, similarity_top_k: int = 10,
-                 candidate_top_k: int = DEFAULT_CANDIDATE_TOP_K, prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 focus_documents: int = DEFAULT_FOCUS_DOCUMENTS, doc_id_key: str = "ref_doc_id",
+    def __init__(self, index: VectorStoreIndex | BaseRetriever | None, document_index: DocumentIndex, *,
+                 similarity_top_k: int = 10, candidate_top_k: int = DEFAULT_CANDIDATE_TOP_K,
+                 prior_weight: float = DEFAULT_PRIOR_WEIGHT, focus_documents: int | None = None,
+                 doc_id_key: str = "ref_doc_id", filters: MetadataFilters | None = None,
                  callback_manager: CallbackManager | None = None) -> None:
+        wrapped: BaseRetriever | None = None
+        if isinstance(index, VectorIndexRetriever):
+            filters = index._filters if filters is None else filters
+            index = index._index
+        if isinstance(index, BaseRetriever):
+            wrapped, index = index, None
+        elif not isinstance(index, VectorStoreIndex):
+            raise TypeError(f"index must be a VectorStoreIndex or a BaseRetriever, got {type(index).__name__}")
+        if focus_documents is None:
+            focus_documents = DEFAULT_FOCUS_DOCUMENTS if wrapped is None else 0
         for name, value, low in (("similarity_top_k", similarity_top_k, 1), ("candidate_top_k", candidate_top_k, 1),
                                  ("focus_documents", focus_documents, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        if wrapped is not None and focus_documents:
+            raise ValueError(f"focus_documents={focus_documents} needs a vector index to filter by document; "
+                             f"{type(wrapped).__name__} cannot be: pass focus_documents=0 (or the VectorStoreIndex)")
         if (isinstance(prior_weight, bool) or not isinstance(prior_weight, (int, float))
                 or not (prior_weight >= 0 and math.isfinite(prior_weight))):
             raise ValueError(f"prior_weight must be a finite number >= 0, got {prior_weight!r}")
         if not isinstance(document_index, DocumentIndex):
             raise TypeError(f"document_index must be a DocumentIndex, got {type(document_index).__name__}")
         super().__init__(callback_manager=callback_manager)
-        self.index = index
+        self.index: VectorStoreIndex | None = index
+        self.retriever = wrapped
         self.document_index = document_index
         self.similarity_top_k = similarity_top_k
         self.candidate_top_k = max(candidate_top_k, similarity_top_k)
         self.prior_weight = float(prior_weight)
         self.focus_documents = focus_documents
         self.doc_id_key = doc_id_key
+        self.filters = filters
 
-    def _dense(self, query: QueryBundle, top_k: int, doc_ids: list[str] | None = None) -> list[NodeWithScore]:
-        filters = None
-        if doc_ids is not None:
-            filters = MetadataFilters(filters=[MetadataFilter(key=self.doc_id_key, value=doc_ids,
-                                                              operator=FilterOperator.IN)])
-        return self.index.as_retriever(similarity_top_k=top_k, filters=filters).retrieve(query)
+    @classmethod
+    def from_defaults(cls, source: Any, document_index: DocumentIndex | None = None, *,
+                      embed_model: BaseEmbedding | None = None, similarity_top_k: int = 10,
+                      **kwargs: Any) -> DocumentAwareRetriever:
+        """The retriever with the package's defaults over ``source``: a ``VectorStoreIndex``, a vector store (read
+        with ``embed_model``, default :func:`~llama_index_sac.default_embedding_model`), a ``VectorIndexRetriever``
+        or any ``BaseRetriever``. ``document_index`` None: :meth:`DocumentIndex.from_source` of the index or store
+        (every stored chunk read once). ``kwargs``: the constructor's other options.
+
+        Raises:
+            ValueError: no ``document_index`` for a retriever without a vector index, a store without summaries
+                (:meth:`DocumentIndex.from_nodes`), or the constructor's errors."""
+        if isinstance(source, BasePydanticVectorStore):
+            model = embed_model if embed_model is not None else default_embedding_model()
+            source = VectorStoreIndex.from_vector_store(source, embed_model=model)
+        if document_index is None:
+            index = source._index if isinstance(source, VectorIndexRetriever) else source
+            if not isinstance(index, VectorStoreIndex):
+                raise ValueError(f"a {type(source).__name__} holds no summaries to read: pass document_index= "
+                                 "(DocumentIndex.from_source(vector_store) or DocumentIndex.load(path))")
+            document_index = DocumentIndex.from_source(index)
+        return cls(source, document_index, similarity_top_k=similarity_top_k, **kwargs)
+
+    # -- the searches ----------------------------------------------------------------------------------------
+    def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> BaseRetriever:
+        assert self.index is not None
+        filters = self.filters if doc_ids is None else with_document(self.filters, self.doc_id_key, doc_ids)
+        return self.index.as_retriever(similarity_top_k=top_k, filters=filters)
+
+    def _prepare(self, query_bundle: QueryBundle) -> dict[str, float]:
+        """Check the query; the prior of its documents (empty with ``prior_weight=0``)."""
+        if query_bundle.embedding is None and not query_bundle.query_str.strip():
+            raise ValueError("the query is empty: there is nothing to embed or to match against the documents")
+        return self.document_index.prior_of(query_bundle.query_str) if self.prior_weight > 0 else {}
+
+    def _focus(self, prior: Mapping[str, float]) -> list[str]:
+        # one query per focus document: each can fill the answer (one over several returns the longest one's chunks)
+        return sorted(prior, key=lambda d: (-prior[d], d))[: self.focus_documents] if self.focus_documents else []
+
+    def _stale(self, doc_id: str, hits: list[NodeWithScore]) -> None:
+        if not hits:
+            warnings.warn(f"document {doc_id!r} of the document index has no chunk in the vector store: the index was "
+                          "built from another store or is stale; rebuild it with DocumentIndex.from_source(store)",
+                          StaleDocumentIndexWarning, stacklevel=caller_stacklevel())
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        if query_bundle.embedding is None:  # embed once, for both dense queries
-            if not query_bundle.query_str.strip():
-                raise ValueError("the query is empty: there is nothing to embed or to match against the documents")
+        prior = self._prepare(query_bundle)
+        if self.retriever is not None:
+            return fuse(self.retriever.retrieve(query_bundle), prior, self.prior_weight, self.similarity_top_k)
+        assert self.index is not None
+        if query_bundle.embedding is None:  # embed once, for every dense query
             model = self.index._embed_model
             query_bundle.embedding = model.get_agg_embedding_from_queries(query_bundle.embedding_strs)
-        prior = self.document_index.prior_of(query_bundle.query_str) if self.prior_weight > 0 else {}
-        candidates = {hit.node.node_id: hit for hit in self._dense(query_bundle, self.candidate_top_k)}
-        if self.focus_documents and prior:
-            # one query per focus document, so that each can fill the whole answer (a query over several documents
-            # at once returns the longest one's chunks and can leave the named one short of ``similarity_top_k``)
-            for doc_id in sorted(prior, key=lambda d: (-prior[d], d))[: self.focus_documents]:
-                hits = self._dense(query_bundle, self.similarity_top_k, [doc_id])
-                if not hits:
-                    warnings.warn(
-                        f"document {doc_id!r} of the document index has no chunk in the vector store: the index was "
-                        "built from another store or is stale; rebuild it with DocumentIndex.from_source(store)",
-                        StaleDocumentIndexWarning, stacklevel=caller_stacklevel())
-                for hit in hits:
-                    candidates.setdefault(hit.node.node_id, hit)
-        fused = []
-        for node_id, hit in candidates.items():
-            bonus = self.prior_weight * prior.get(hit.node.ref_doc_id or "", 0.0)
-            fused.append((-((hit.score or 0.0) + bonus), node_id, hit))
-        fused.sort(key=lambda item: (item[0], item[1]))
-        return [NodeWithScore(node=hit.node, score=-negative) for negative, _, hit in fused[: self.similarity_top_k]]
+        hits = list(self._dense(self.candidate_top_k).retrieve(query_bundle))
+        for doc_id in self._focus(prior):
+            found = self._dense(self.similarity_top_k, [doc_id]).retrieve(query_bundle)
+            self._stale(doc_id, found)
+            hits.extend(found)
+        return fuse(hits, prior, self.prior_weight, self.similarity_top_k)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """:meth:`_retrieve` without blocking the event loop: the wrapped retriever's and the store's async paths
+        (the focus queries concurrently), the BM25 prior in a worker thread."""
+        prior = await asyncio.to_thread(self._prepare, query_bundle)
+        if self.retriever is not None:
+            found = await self.retriever.aretrieve(query_bundle)
+            return fuse(found, prior, self.prior_weight, self.similarity_top_k)
+        assert self.index is not None
+        if query_bundle.embedding is None:
+            model = self.index._embed_model
+            query_bundle.embedding = await model.aget_agg_embedding_from_queries(query_bundle.embedding_strs)
+        focus = self._focus(prior)
+        results = await asyncio.gather(self._dense(self.candidate_top_k).aretrieve(query_bundle),
+                                       *(self._dense(self.similarity_top_k, [d]).aretrieve(query_bundle)
+                                         for d in focus))
+        hits = list(results[0])
+        for doc_id, found in zip(focus, results[1:]):
+            self._stale(doc_id, found)
+            hits.extend(found)
+        return fuse(hits, prior, self.prior_weight, self.similarity_top_k)

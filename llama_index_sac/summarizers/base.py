@@ -13,9 +13,11 @@ document (SAC, Reuter et al. 2025, arXiv 2510.06999, section 3). The interface i
   LlamaIndex ingestion cache tells two summarizers apart.
 * :meth:`BaseSummarizer.fit` (optional) sees the corpus before summarizing; see ``requires_fit``.
 
-Document metadata: ``metadata_keys`` names metadata keys (``title``, ``file_name``...) whose values are folded into
-the summary. The default, ``[]``, is content-only (the summary depends on the document text alone), so results can
-be reported both ways.
+Document metadata: ``metadata_keys`` names metadata keys whose values are folded into the summary. The default,
+:data:`IDENTITY_METADATA_KEYS` (``file_name``, then ``title``), folds in the document's identity when the document
+has it: a ``file_name`` (or ``file_path``) as the file's stem (URL-decoded, directories and extension dropped, ``_``
+as spaces: ``NDA_ResConnect.txt`` -> ``NDA ResConnect``), a ``title`` as written; a key the document lacks is
+skipped. ``metadata_keys=[]`` is content-only (the summary depends on the document text alone).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from llama_index.core.schema import BaseComponent
 from llama_index_sac.constants import DEFAULT_SUMMARY_CHARS
 
 __all__ = [
+    "IDENTITY_METADATA_KEYS",
     "BaseSummarizer",
     "SummarizationError",
     "SummaryResult",
@@ -202,6 +205,11 @@ def cut_at_word_boundary(text: str, limit: int) -> str:
     return out.rstrip(" \t\n,;:-(").rstrip() or text[:limit]
 
 
+#: The default ``metadata_keys`` of every summarizer: the document identity a file or a reader usually gives
+#: (``SimpleDirectoryReader`` writes ``file_name``; many readers a ``title``), folded in when present.
+IDENTITY_METADATA_KEYS: tuple[str, ...] = ("file_name", "title")
+
+
 def _file_stem(value: str) -> str:
     base = os.path.basename(urllib.parse.unquote(value))
     stem, _ = os.path.splitext(base)
@@ -225,9 +233,10 @@ class BaseSummarizer(BaseComponent):
     max_chars: int = Field(default=DEFAULT_SUMMARY_CHARS, gt=0,
                            description="Target length of the summary, in characters.")
     metadata_keys: list[str] = Field(
-        default_factory=list,
-        description="Document metadata keys whose values are folded into the summary (e.g. ['title', "
-        "'file_name']). Empty (default): content-only, the summary depends on the document text alone.",
+        default_factory=lambda: list(IDENTITY_METADATA_KEYS),
+        description="Document metadata keys whose values are folded into the summary, in this order, when the "
+        "document has them (file_name/file_path as the file's stem). Default ['file_name', 'title']: the "
+        "document's identity. []: content-only, the summary depends on the document text alone.",
     )
 
     @classmethod

@@ -108,7 +108,8 @@ class LLMSummarizer(BaseSummarizer):
         summarizer = LLMSummarizer.expert_nda(llm)   # 300 characters, NDA prompt
 
     Raises (construction): ``ValueError`` when a prompt lacks ``{document}``/``{max_chars}`` (``{summary}`` and
-    ``{max_chars}`` for ``shorten_prompt``), or when ``metadata_keys`` is set and ``prompt`` lacks ``{metadata}``.
+    ``{max_chars}`` for ``shorten_prompt``), or when ``metadata_keys`` is given and ``prompt`` lacks ``{metadata}`` (a
+    prompt without ``{metadata}`` and no ``metadata_keys`` given: content-only, ``metadata_keys=[]``).
     Raises (``summarize``/``asummarize``): :class:`SummarizationError` naming :attr:`endpoint`;
     :class:`LLMUnavailableError` (a ``SummarizationError``) once the circuit breaker is open.
     """
@@ -190,10 +191,10 @@ class LLMSummarizer(BaseSummarizer):
             if missing:
                 raise ValueError(f"{name} must use the variables {{document}} and {{max_chars}}; missing {missing}")
         if self.metadata_keys and "metadata" not in set(self.prompt.template_vars):
-            raise ValueError(
-                f"metadata_keys={self.metadata_keys!r} asks to fold metadata into the summary, but the prompt has "
-                "no {metadata} variable"
-            )
+            if "metadata_keys" in self.model_fields_set:  # the default identity keys: dropped for such a prompt
+                raise ValueError(f"metadata_keys={self.metadata_keys!r} asks to fold metadata into the summary, but "
+                                 "the prompt has no {metadata} variable")
+            self.metadata_keys = []
         missing = {"summary", "max_chars"} - set(self.shorten_prompt.template_vars)
         if missing:
             raise ValueError(f"shorten_prompt must use the variables {{summary}} and {{max_chars}}; missing {missing}")

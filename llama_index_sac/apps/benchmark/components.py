@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
+from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from llama_index_sac import settings as library
+from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.settings import (
     AnyParserSettings,
     ComponentSettings,
@@ -105,6 +106,19 @@ class AugmentationSettings(BaseModel):
         description="Embed the summary with every chunk (SAC). False: the summary only feeds the document-aware "
         "retriever's document index (chunks embedded alone, as the baseline).",
     )
+    on_embed_overflow: Literal["trim", "warn"] = Field(
+        default=SummaryAugmentationTransformation.model_fields["on_embed_overflow"].default,
+        description="An EMBED string longer than the embedding model reads: trim its summary to fit (the default) "
+        "or leave it to the model's truncation, with one warning (the published runs before trimming).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _as_recorded(self, handler: Any) -> dict[str, Any]:
+        """``warn`` is not written: results recorded before trimming existed have no such key, and mean it."""
+        data = dict(handler(self))
+        if data.get("on_embed_overflow") == "warn":
+            del data["on_embed_overflow"]
+        return data
 
 
 _PARSERS = kinds_of(AnyParserSettings)

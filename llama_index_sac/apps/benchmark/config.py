@@ -48,6 +48,7 @@ from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scop
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
 from llama_index_sac.embeddings.default import EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
 from llama_index_sac.evaluation.metrics import DEFAULT_KS
+from llama_index_sac.summarizers.base import IDENTITY_METADATA_KEYS
 
 _BACKEND = EmbeddingBackendOptions.model_fields
 
@@ -130,25 +131,38 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_metadata(self) -> RunConfig:
-        unknown = sorted(set(getattr(self.summarizer, "metadata_keys", [])) - set(DOCUMENT_METADATA_KEYS))
+        unknown = sorted(set(getattr(self.summarizer, "metadata_keys", [])) - set(DOCUMENT_METADATA_KEYS)
+                         - set(IDENTITY_METADATA_KEYS))  # the default identity keys: folded in when present
         if unknown:
             raise ValueError(f"summarizer.metadata_keys: unknown document metadata key(s) {unknown} (the documents "
                              f"have {', '.join(DOCUMENT_METADATA_KEYS)})")
         return self
 
 
+_CONTENT_ONLY: dict[str, Any] = {"metadata_keys": []}
+_AS_PUBLISHED: dict[str, Any] = {"on_embed_overflow": "warn"}  # the published SAC runs: no trimming
 #: Named configurations (``--config NAME`` or ``NAME:key=value,...``): partial :class:`RunConfig` dictionaries.
 PRESETS: dict[str, dict[str, Any]] = {
-    "baseline": {"name": "baseline"},
-    "sac": {"name": "sac", "summarizer": {"kind": "extractive"}},
-    "sac-llm": {"name": "sac-llm", "summarizer": {"kind": "llm"}},
-    "sac-expert": {"name": "sac-expert", "summarizer": {"kind": "llm", "prompt": "expert", "max_chars": 300}},
-    "llamaindex": {"name": "llamaindex", "augmentation": {"embed_metadata": ["file_path"]}},
+    # what a user gets by default: the package's summary (identity metadata folded in, trimmed to the model's input
+    # limit) and DocumentAwareRetriever.from_defaults
+    "default": {"name": "default", "summarizer": {"kind": "extractive"}, "retrieval": "document-aware"},
+    # no summary: nothing to trim; recorded as the published runs were (no on_embed_overflow key)
+    "baseline": {"name": "baseline", "augmentation": _AS_PUBLISHED},
+    "llamaindex": {"name": "llamaindex", "augmentation": {"embed_metadata": ["file_path"], **_AS_PUBLISHED}},
+    # the published comparisons: content-only summaries, long EMBED strings left to the model (as they ran)
+    "sac": {"name": "sac", "summarizer": {"kind": "extractive", **_CONTENT_ONLY}, "augmentation": _AS_PUBLISHED},
+    "sac-meta": {"name": "sac-meta", "summarizer": {"kind": "extractive", "metadata_keys": ["file_name"]},
+                 "augmentation": _AS_PUBLISHED},
+    "sac-llm": {"name": "sac-llm", "summarizer": {"kind": "llm", **_CONTENT_ONLY}, "augmentation": _AS_PUBLISHED},
+    "sac-expert": {"name": "sac-expert", "summarizer": {"kind": "llm", "prompt": "expert", "max_chars": 300,
+                                                        **_CONTENT_ONLY}, "augmentation": _AS_PUBLISHED},
     # the summaries at query time too (DocumentAwareRetriever); "baseline-doc" embeds chunks alone and uses
     # the extractive summaries for the document index only
-    "sac-doc": {"name": "sac-doc", "summarizer": {"kind": "extractive"}, "retrieval": "document-aware"},
-    "baseline-doc": {"name": "baseline-doc", "summarizer": {"kind": "extractive"},
-                     "augmentation": {"embed_summary": False}, "retrieval": "document-aware"},
+    "sac-doc": {"name": "sac-doc", "summarizer": {"kind": "extractive", **_CONTENT_ONLY},
+                "augmentation": _AS_PUBLISHED, "retrieval": "document-aware"},
+    "baseline-doc": {"name": "baseline-doc", "summarizer": {"kind": "extractive", **_CONTENT_ONLY},
+                     "augmentation": {"embed_summary": False, **_AS_PUBLISHED},
+                     "retrieval": "document-aware"},
 }
 
 def _all_keys() -> dict[str, Any]:

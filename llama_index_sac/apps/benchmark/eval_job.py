@@ -69,7 +69,7 @@ LOADER_OPTIONS: dict[str, str] = {
     "benchmarks_dir": "benchmarks_dir", "n_documents": "n_documents",
 }
 #: The configurations of ``llama-sac eval`` without ``--config``.
-DEFAULT_CONFIGS = ("baseline", "sac")
+DEFAULT_CONFIGS = ("baseline", "llamaindex", "default")
 
 
 def _messages(exc: ValidationError) -> str:

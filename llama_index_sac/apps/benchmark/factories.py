@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from llama_index.core import StorageContext, VectorStoreIndex
@@ -172,13 +173,17 @@ def build_summarizers(config: RunConfig, datasets: Sequence[str], say: Callable[
     return out
 
 
-def build_augmentation(summarizer: BaseSummarizer, settings: RunSettings, embed_summary: bool = True
+def build_augmentation(summarizer: BaseSummarizer, settings: RunSettings, embed_summary: bool = True,
+                       embed_model: BaseEmbedding | None = None,
+                       on_embed_overflow: Literal["trim", "warn", "raise"] = "trim",
                        ) -> SummaryAugmentationTransformation:
     """SAC with ``summarizer``: summaries cached under ``<cache_dir>/summaries``, at most ``llm_concurrency``
-    concurrent LLM requests."""
+    concurrent LLM requests; EMBED strings measured against ``embed_model``'s input limit (``on_embed_overflow``)."""
     return SummaryAugmentationTransformation(
         summarizer=summarizer,
         embed_summary=embed_summary,
+        embed_model=embed_model,
+        on_embed_overflow=on_embed_overflow,
         cache_dir=str(Path(settings.cache_dir) / "summaries"),
         num_workers=settings.llm_concurrency,
     )

@@ -284,10 +284,23 @@ def parse_results(data: Any) -> RunResults:
         raise ResultsFormatError(f"schema_version {version!r} is not the one this release reads ({SCHEMA_VERSION})"
                                  + (": upgrade llama-index-sac" if isinstance(version, int) and version > SCHEMA_VERSION
                                     else ""))
+    configs = data.get("configs")
+    if isinstance(configs, list):  # a run recorded before summaries were trimmed to the model: it did not trim
+        data = {**data, "configs": [_untrimmed(entry) for entry in configs]}
     try:
         return RunResults.model_validate(data)
     except ValidationError as exc:
         raise ResultsFormatError(_describe(exc)) from None
+
+
+def _untrimmed(entry: Any) -> Any:
+    """``entry`` with ``augmentation.on_embed_overflow="warn"`` where its configuration records no such key."""
+    config = entry.get("config") if isinstance(entry, Mapping) else None
+    augmentation = config.get("augmentation") if isinstance(config, Mapping) else None
+    if not isinstance(augmentation, Mapping) or "on_embed_overflow" in augmentation:
+        return entry
+    assert isinstance(entry, Mapping) and isinstance(config, Mapping)
+    return {**entry, "config": {**config, "augmentation": {**augmentation, "on_embed_overflow": "warn"}}}
 
 
 #: The largest results.json :func:`load_results` reads, in bytes.

@@ -106,7 +106,8 @@ class _QueryVectors(Mapping[str, list[float]]):
 
 
 def _augment(config: RunConfig, nodes: list[BaseNode], documents: Sequence[Document], doc_datasets: dict[str, str],
-             settings: RunSettings, say: Callable[[str], None]) -> SummaryInfo:
+             settings: RunSettings, say: Callable[[str], None], embed_model: BaseEmbedding | None = None
+             ) -> SummaryInfo:
     """Apply SAC per group of datasets sharing a summarizer (in place); returns the summary info."""
     datasets = list(dict.fromkeys(doc_datasets[doc.id_] for doc in documents))
     by_dataset = factories.build_summarizers(config, datasets, say, documents)
@@ -116,11 +117,15 @@ def _augment(config: RunConfig, nodes: list[BaseNode], documents: Sequence[Docum
     calls = 0
     for members in groups.values():
         wanted = set(members)
-        transform = factories.build_augmentation(by_dataset[members[0]], settings, config.augmentation.embed_summary)
+        transform = factories.build_augmentation(by_dataset[members[0]], settings, config.augmentation.embed_summary,
+                                                 embed_model, config.augmentation.on_embed_overflow)
         part = [n for n in nodes if doc_datasets.get(n.ref_doc_id or "") in wanted]
         docs = [d for d in documents if doc_datasets[d.id_] in wanted]
         transform(part, documents=docs, show_progress=settings.show_progress)
         calls += transform.summarizer_calls
+        if transform.last_embed_fit.trimmed:
+            say(f"[{config.name}] summary trimmed to fit the embedding model on {transform.last_embed_fit.trimmed} of "
+                f"{transform.last_embed_fit.nodes} chunks")
     identities = {dataset: by_dataset[dataset].identity() for dataset in datasets}
     return SummaryInfo(summarizer_calls=calls, summarizer_identity=identities)
 
@@ -143,7 +148,7 @@ def _run_config(config: RunConfig, benchmark: RetrievalBenchmark, embed_model: B
     summary_info: SummaryInfo | None = None
     if config.summarizer.kind != "none":
         clock = time.perf_counter()
-        summary_info = _augment(config, nodes, documents, benchmark.doc_datasets, settings, log)
+        summary_info = _augment(config, nodes, documents, benchmark.doc_datasets, settings, log, embed_model)
         timings["summarize_s"] = time.perf_counter() - clock
         for node in nodes:
             summary = node.metadata.get("document_summary")

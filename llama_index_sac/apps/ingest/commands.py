@@ -81,6 +81,9 @@ def ingest_command(
     llm: Annotated[str | None, field_option(LLMSummarizerSettings, "model", key="summarizer.model")] = None,
     llm_api_base: Annotated[str | None, field_option(LLMSummarizerSettings, "api_base", key="summarizer.api_base")
                             ] = None,
+    summary_metadata: Annotated[str | None, typer.Option(
+        help="summarizer.metadata_keys, comma-separated: file metadata folded into each summary, in order, when a "
+        "file has it (default: file_name,title; \"\" for content-only summaries).", show_default=False)] = None,
     embed_model: Annotated[str | None, field_option(IngestSettings, "embed_model")] = None,
     embed_backend: Annotated[str | None, field_option(IngestSettings, "embed_backend")] = None,
     embed_precision: Annotated[str | None, field_option(IngestSettings, "embed_precision")] = None,
@@ -104,7 +107,8 @@ def ingest_command(
             llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, embed_backend=embed_backend,
             embed_precision=embed_precision, embed_threads=embed_threads, workers=workers,
             batch_documents=batch_documents, max_file_bytes=max_file_bytes, max_pages=max_pages,
-            progress=progress)
+            progress=progress, summary_metadata=None if summary_metadata is None else [
+                key.strip() for key in summary_metadata.split(",") if key.strip()])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SummaryFailureWarning)  # reported per document below
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode

@@ -241,7 +241,8 @@ class Searcher:
             return []
         try:
             if self._documents is not None:
-                hits = DocumentAwareRetriever(self._index, self._documents, similarity_top_k=k).retrieve(question)
+                hits = DocumentAwareRetriever.from_defaults(self._index, self._documents, similarity_top_k=k).retrieve(
+                    question)
             else:
                 hits = self._index.as_retriever(similarity_top_k=k).retrieve(question)
         except store_errors(self.spec.kind) as exc:  # e.g. vectors of another dimension than the collection's

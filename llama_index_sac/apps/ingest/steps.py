@@ -111,6 +111,7 @@ class IngestSettings(BaseModel):
 OPTIONS: dict[str, str] = {
     "collection": "collection", "engine": "engine", "parser": "parser.kind", "chunk_size": "parser.chunk_size",
     "summarizer": "summarizer.kind", "llm": "summarizer.model", "llm_api_base": "summarizer.api_base",
+    "summary_metadata": "summarizer.metadata_keys",
     "embed_model": "embed_model", "embed_backend": "embed_backend", "embed_precision": "embed_precision",
     "embed_threads": "embed_threads", "workers": "workers", "batch_documents": "batch_documents",
     "max_file_bytes": "max_file_bytes", "max_pages": "max_pages", "progress": "show_progress",
@@ -171,12 +172,13 @@ def settings_from_options(**options: Any) -> IngestSettings:
 def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
                 cache_dir: str | None) -> list[TransformComponent]:
     """``[parser, PageNumbers, SummaryAugmentationTransformation]`` of ``settings``: the same in this process and
-    in every Ray worker. ``embed`` (semantic and hybrid parsers only) is loaded from ``settings`` when ``None``.
+    in every Ray worker. ``embed`` (the semantic and hybrid parsers' model, and the one whose input limit each chunk's
+    summary is trimmed to) is loaded from ``settings`` when ``None``.
 
     Raises:
         IngestError: the embedding model or the LLM cannot be set up.
     """
-    if settings.parser.kind != "recursive" and embed is None:
+    if embed is None:
         embed = load_model(settings.embed_model, settings.show_progress, settings.embed_options())
     parser = build_parser(settings.parser, embed)
     llm = isinstance(settings.summarizer, LLMSummarizerSettings)
@@ -184,7 +186,7 @@ def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
         summarizer = build_summarizer(settings.summarizer)  # extractive: the shipped term table, per document alone
     except SettingsError as exc:
         raise IngestError(str(exc)) from None
-    augmentation = SummaryAugmentationTransformation(summarizer=summarizer, on_error="skip",
+    augmentation = SummaryAugmentationTransformation(summarizer=summarizer, on_error="skip", embed_model=embed,
                                                      cache_dir=cache_dir if llm else None)
     return [parser, PageNumbers(), augmentation]
 

@@ -1,0 +1,70 @@
+"""The document prior as a LlamaIndex node postprocessor: :class:`DocumentAwarePostprocessor`.
+
+Any query engine (``index.as_query_engine(node_postprocessors=[...])``, ``RetrieverQueryEngine``, chat engines) can
+re-rank its retrieved chunks with the prior of :class:`~llama_index_sac.retrievers.DocumentIndex`, the same fusion as
+:class:`~llama_index_sac.retrievers.DocumentAwareRetriever` (:func:`~llama_index_sac.retrievers.fusion.fuse`) over the
+chunks it is given. It cannot fetch the chunks of the documents the query names that the retriever missed (the
+retriever's ``focus_documents``): retrieve generously (``similarity_top_k``) and keep ``top_n``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from llama_index_sac.retrievers.document_aware import DEFAULT_PRIOR_WEIGHT, DocumentIndex
+from llama_index_sac.retrievers.fusion import fuse
+
+__all__ = ["DocumentAwarePostprocessor"]
+
+
+class DocumentAwarePostprocessor(BaseNodePostprocessor):
+    """Re-rank retrieved chunks by ``score + prior_weight * prior(document of the chunk)`` (module docstring).
+
+    Args:
+        document_index: the summaries and names (:meth:`DocumentIndex.from_source`, ``load``, ``from_persist_dir``).
+        prior_weight: weight of the prior, in the units of the retriever's scores (cosine for a vector index).
+        top_n: chunks kept (None: all, re-ordered).
+
+    Raises:
+        TypeError: ``document_index`` is not a :class:`DocumentIndex`.
+        ValueError: ``prior_weight`` negative or not finite, ``top_n`` below 1; at query time, no query.
+    """
+
+    prior_weight: float = Field(default=DEFAULT_PRIOR_WEIGHT, ge=0.0,
+                                description="Weight of the document prior, in the units of the chunks' scores.")
+    top_n: int | None = Field(default=None, ge=1, description="Chunks kept after re-ranking (None: all).")
+
+    _document_index: DocumentIndex = PrivateAttr()
+
+    def __init__(self, document_index: DocumentIndex, **kwargs: Any) -> None:
+        if not isinstance(document_index, DocumentIndex):
+            raise TypeError(f"document_index must be a DocumentIndex, got {type(document_index).__name__}")
+        super().__init__(**kwargs)
+        self._document_index = document_index
+
+    @field_validator("prior_weight")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError(f"prior_weight must be finite, got {value!r}")
+        return value
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "DocumentAwarePostprocessor"
+
+    @property
+    def document_index(self) -> DocumentIndex:
+        return self._document_index
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        if query_bundle is None:
+            raise ValueError("DocumentAwarePostprocessor needs the query (query_bundle or query_str)")
+        prior = self._document_index.prior_of(query_bundle.query_str) if self.prior_weight > 0 else {}
+        return fuse(nodes, prior, self.prior_weight, self.top_n)
