@@ -66,7 +66,7 @@ SETTINGS_OPTIONS: dict[str, str] = {
 #: ``eval`` options -> the :class:`LoaderOptions` field they set (``--mini`` sets ``sampling``).
 LOADER_OPTIONS: dict[str, str] = {
     "data_dir": "data_dir", "datasets": "datasets", "sample": "sample", "seed": "seed", "scope": "scope",
-    "benchmarks_dir": "benchmarks_dir", "n_documents": "n_documents",
+    "benchmarks_dir": "benchmarks_dir", "n_documents": "n_documents", "folder": "data_dir", "questions": "questions",
 }
 #: The configurations of ``llama-sac eval`` without ``--config``.
 DEFAULT_CONFIGS = ("baseline", "llamaindex", "default")
