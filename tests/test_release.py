@@ -39,7 +39,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if (REPO / name).is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, target)
-    _run([sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", str(out)], cwd=src)
+    _run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out)], cwd=src)
     return out
 
 

@@ -184,8 +184,8 @@ def query_command(
     embed_precision: Annotated[str | None, typer.Option(help="Precision (default: the one the collection was "
                                                         "embedded with).")] = None,
     document_aware: Annotated[bool, typer.Option(
-        "--document-aware", help="Rank with DocumentAwareRetriever: the documents' summaries and names weigh in.")
-    ] = False,
+        "--document-aware/--plain", help="Rank with DocumentAwareRetriever (the default: the documents' summaries "
+        "and names weigh in), or plain dense retrieval.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per question and line: the question and "
                                           "its hits (document, pages, start, end, score, summary, text).")] = False,
     progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
@@ -245,8 +245,8 @@ def serve_command(
     embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
                                                     "ingested with).")] = None,
     document_aware: Annotated[bool, typer.Option(
-        "--document-aware", help="Rank with DocumentAwareRetriever (its document index is read once, at start).")
-    ] = False,
+        "--document-aware/--plain", help="Rank with DocumentAwareRetriever (the default; its document index is "
+        "read once, at start), or plain dense retrieval.")] = True,
     progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
 ) -> None:
     """Answer questions over HTTP (JSON): POST /query {"query": ..., "k": ...} returns the hits, GET /health the
