@@ -13,14 +13,14 @@ if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.
 fi
 "$PY" -m pip install --quiet -e ".[all,dev]"
 
-# Headless Chromium from the distribution's packages: tests/test_html_report.py renders the HTML report in it.
+# Headless Chromium from the distribution's packages: tests/apps/benchmark/test_html_report.py renders the HTML report in it.
 if ! command -v chromium >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
   else
-    echo "note: no apt-get: install Chromium yourself for tests/test_html_report.py (skipped without it)" >&2
+    echo "note: no apt-get: install Chromium yourself for tests/apps/benchmark/test_html_report.py (skipped without it)" >&2
   fi
 fi
 

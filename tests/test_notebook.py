@@ -50,7 +50,7 @@ def _check_outputs(nb: dict[str, Any]) -> None:
     assert _images(nb) >= len(PUBLISHED) + 1  # one figure per published run, plus the live one
     assert "SAC lower: True" in outputs  # the live comparison ran and SAC lowered DRM@4 on the look-alike contracts
     assert re.search(r"^  1\. (gold|right doc|WRONG doc) +nda/", outputs, re.M)  # the per-query drill-down
-    assert re.search(r"distinctive names \[.+\]", outputs) and "sac+document-aware" in outputs  # issue 15
+    assert re.search(r"distinctive names \[.+\]", outputs) and "sac+document-aware" in outputs  # document-aware
 
 
 def test_stored_outputs_are_complete() -> None:

@@ -76,7 +76,7 @@ def test_missing_backend_raises_instead_of_falling_back(monkeypatch):
         sentences_module._nupunkt_spans.cache_clear()
 
 
-def test_case_17_text_segmented_consistently():
+def test_text_segmented_consistently():
     text = load_case("17")["input"]["text"]
     first = sentence_spans(text)
     assert_tiles(text, first)
@@ -84,7 +84,7 @@ def test_case_17_text_segmented_consistently():
     assert "Dr. Roe" in text[first[0][0] : first[0][1]]
 
 
-def test_case_05_punctuation_runs_are_exact_slices():
+def test_punctuation_runs_are_exact_slices():
     text = load_case("05")["input"]["text"]
     assert_tiles(text, sentence_spans(text))
 

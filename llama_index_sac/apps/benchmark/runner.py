@@ -22,7 +22,7 @@ stays ``None``; about 12 KiB per 384-dimension node saved), the texts to embed a
 are dropped once its records (plain dicts) are computed, before the next configuration is parsed. A run thus holds
 one configuration's nodes and one ``n_chunks x dim`` float32 matrix at a time, besides the model and the corpus
 (peak memory: ``bench/bench_runner_memory.py``). The numbers are the list-based runner's, bit for bit (the same
-float32 vectors in the same rows, see ``tests/test_runner_memory.py``).
+float32 vectors in the same rows, see ``tests/apps/benchmark/test_runner_memory.py``).
 
 The parts are built by :mod:`llama_index_sac.apps.benchmark.factories`; :func:`run_evaluation` returns
 :class:`~llama_index_sac.apps.benchmark.results.RunResults`.
