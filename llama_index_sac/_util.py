@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["default_cache_dir", "require_extra", "stable_hash"]
+__all__ = ["default_cache_dir", "file_sha256", "require_extra", "stable_hash"]
 
 
 def require_extra(module: str, extra: str, what: str) -> ModuleType:
@@ -60,3 +60,16 @@ def default_cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base).expanduser() if base else Path.home() / ".cache") / "llama-index-sac"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 hex digest of the file at ``path``, read in 1 MiB blocks.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

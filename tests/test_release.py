@@ -61,17 +61,23 @@ def test_wheel_and_sdist_carry_the_package_and_its_data(dist: Path) -> None:
     assert f"llama_index_sac-{version}/llama_index_sac/__init__.py" in members
 
 
-def test_wheel_installs_clean_and_runs_the_quickstart(dist: Path, tmp_path: Path) -> None:
-    version = llama_index_sac.__version__
-    wheel = dist / f"llama_index_sac-{version}-py3-none-any.whl"
+def _fresh_venv(dist: Path, tmp_path: Path, extras: str, *more: str, **env_vars: str) -> tuple[str, dict[str, str]]:
+    """A new virtual environment with the wheel installed as the README says (torch first, the local CPU build),
+    its interpreter and the environment to run it with (no checkout on the path, offline)."""
+    wheel = dist / f"llama_index_sac-{llama_index_sac.__version__}-py3-none-any.whl"
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
     py = str(venv / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    # The README's install lines, as written there: torch first (the local CPU build), then the wheel with [offline].
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **env_vars)
     _run([py, "-m", "pip", "install", "--quiet", "torch==2.13.0"], cwd=tmp_path, env=env)
-    _run([py, "-m", "pip", "install", "--quiet", f"{wheel}[offline]"], cwd=tmp_path, env=env)
+    _run([py, "-m", "pip", "install", "--quiet", f"{wheel}[{extras}]", *more], cwd=tmp_path, env=env)
+    return py, env
+
+
+def test_wheel_installs_clean_and_runs_the_quickstart(dist: Path, tmp_path: Path) -> None:
+    py, env = _fresh_venv(dist, tmp_path, "offline")
+    venv = tmp_path / "venv"
     work = tmp_path / "user"
     work.mkdir()
     shutil.copy2(REPO / "examples" / "quickstart.py", work / "quickstart.py")
@@ -83,17 +89,8 @@ def test_wheel_installs_clean_and_runs_the_quickstart(dist: Path, tmp_path: Path
 
 def test_wheel_runs_the_notebook_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
     """The notebook copied next to a user's work, with the published runs pointed to by ``SAC_RESULTS_DIR``."""
-    version = llama_index_sac.__version__
-    wheel = dist / f"llama_index_sac-{version}-py3-none-any.whl"
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
-    py = str(venv / "bin" / "python")
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               SAC_RESULTS_DIR=str(REPO / "docs" / "results"), SAC_NOTEBOOK_CACHE=str(tmp_path / "cache"))
-    _run([py, "-m", "pip", "install", "--quiet", "torch==2.13.0"], cwd=tmp_path, env=env)
-    _run([py, "-m", "pip", "install", "--quiet", f"{wheel}[offline,cli]", "nbclient", "nbformat", "ipykernel"],
-         cwd=tmp_path, env=env)
+    py, env = _fresh_venv(dist, tmp_path, "offline,cli", "nbclient", "nbformat", "ipykernel",
+                          SAC_RESULTS_DIR=str(REPO / "docs" / "results"), SAC_NOTEBOOK_CACHE=str(tmp_path / "cache"))
     work = tmp_path / "user"
     work.mkdir()
     shutil.copy2(REPO / "notebooks" / "legalbench_rag_sac.ipynb", work / "notebook.ipynb")

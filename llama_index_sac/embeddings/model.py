@@ -25,7 +25,6 @@ the EMBED string of every node they build (``on_embed_overflow``).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 import warnings
@@ -36,7 +35,7 @@ from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from llama_index_sac._util import require_extra
+from llama_index_sac._util import file_sha256, require_extra
 from llama_index_sac._warn import caller_stacklevel
 
 __all__ = [
@@ -88,11 +87,7 @@ class EmbeddingModelError(RuntimeError):
 @lru_cache(maxsize=8)
 def _file_sha256(path: str) -> str:
     """sha256 hex digest of a file, computed once per process per path (cached)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(path)
 
 
 def _offline_package_dir() -> Path | None:

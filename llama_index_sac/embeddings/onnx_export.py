@@ -23,7 +23,6 @@ The folder is ``$LLAMA_SAC_CACHE_DIR/onnx`` (default ``~/.cache/llama-index-sac/
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import warnings
@@ -31,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from llama_index_sac._util import default_cache_dir, require_extra
+from llama_index_sac._util import default_cache_dir, file_sha256, require_extra
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.embeddings.model import (
     MINILM_SAFETENSORS_SHA256,
@@ -73,14 +72,6 @@ def onnx_cache_dir() -> Path:
     return default_cache_dir() / "onnx"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _file_stem(weights_sha256: str, precision: str) -> str:
     return f"all-MiniLM-L6-v2.{weights_sha256[:16]}.v{EXPORT_VERSION}.{precision}"
 
@@ -114,7 +105,7 @@ def _problem(path: Path, manifest_path: Path, weights_sha256: str, precision: st
         if not isinstance(manifest, dict) or manifest.get(key) != value:
             got = manifest.get(key) if isinstance(manifest, dict) else None
             return f"its manifest names {key}={got!r}, not {value!r}"
-    actual = _sha256(path)
+    actual = file_sha256(path)
     if actual != manifest.get("sha256"):
         return f"its sha256 is {actual}, not the {manifest.get('sha256')} its manifest recorded (a damaged file)"
     return None
@@ -124,7 +115,7 @@ def _write(path: Path, manifest_path: Path, make: Callable[[Path], None], manife
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         make(tmp)
-        manifest = {**manifest, "sha256": _sha256(tmp)}
+        manifest = {**manifest, "sha256": file_sha256(tmp)}
         tmp_manifest = manifest_path.with_name(f"{manifest_path.name}.{os.getpid()}.tmp")
         tmp_manifest.write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         os.replace(tmp, path)
@@ -195,7 +186,7 @@ def onnx_model_file(
             assert source_graph is not None
             graph = source_graph
             manifest["recipe"] = INT8_RECIPE
-            manifest["float32_sha256"] = _sha256(graph)
+            manifest["float32_sha256"] = file_sha256(graph)
             _write(path, manifest_path, lambda out: (quantize or quantize_int8)(graph, out), manifest)
         problem = _problem(path, manifest_path, weights_sha256, precision)
         if problem is not None:
