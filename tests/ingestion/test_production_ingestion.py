@@ -112,7 +112,8 @@ def _five_paths(documents: list[Document], chunk_size: int) -> dict[str, dict[st
     out["one at a time (upserts)"] = one_by_one
     parser, sac = transformations()
     restored = pickle.loads(pickle.dumps(sac))
-    out["pickled"] = _by_node(restored(parser([Document(text=d.text, id_=d.id_) for d in documents])))
+    out["pickled"] = _by_node(restored(parser([Document(text=d.text, id_=d.id_, metadata=dict(d.metadata))
+                                                       for d in documents])))
     return out
 
 

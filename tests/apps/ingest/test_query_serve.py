@@ -270,7 +270,7 @@ def test_serve_command_with_the_default_model(tmp_path: Path) -> None:
     model = load_model(None, show_progress=False)
     ingest([tmp_path / "docs"], store, settings(), embed_model=model)
     server = Server([sys.executable, "-m", "llama_index_sac.apps.cli", "serve", "--vector-store", store, "--port",
-                     "0", "--no-progress"])
+                     "0", "--no-progress", "--plain"])
     try:
         status, answer = post(server, {"query": "Which law governs the agreement?", "k": 2})
         assert status == 200
