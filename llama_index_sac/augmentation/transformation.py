@@ -1,91 +1,14 @@
 """``SummaryAugmentationTransformation``: Summary-Augmented Chunking as a LlamaIndex ``TransformComponent``.
 
 SAC (Reuter et al. 2025, arXiv 2510.06999, section 3): every chunk is embedded together with a short summary of its
-WHOLE document, so the retriever can tell near-identical clauses of different contracts apart.
-
-What it does to each node (chunk or document):
-
-* ``metadata["document_summary"]`` (``summary_key``) = the document's summary, put FIRST in the metadata. The node's
-  ``text`` and ``start_char_idx``/``end_char_idx`` are not touched: precision/recall are computed on the original
-  spans.
-* The summary reaches the EMBEDDED text through LlamaIndex's own rendering, so any index or vector store embeds it
-  with no special code. With the defaults, ``node.get_content(MetadataMode.EMBED)`` is exactly::
-
-      "document_summary: <summary>\\n\\n<chunk text>"                       # summary first (case 03), then the chunk
-      "document_summary: <summary>\\ntable_header: <header rows>\\n\\n<chunk text>"   # chunk with headerless table rows
-
-  (LlamaIndex strips the rendered string, so a chunk's trailing whitespace is not embedded; ``metadata_template``
-  ``"{key}: {value}"``, ``metadata_separator`` ``"\\n"`` and ``text_template``
-  ``"{metadata_str}\\n\\n{content}"`` are LlamaIndex's defaults; pass ``metadata_template``/``text_template`` to change
-  them.)
-* Content-only by default (``embed_other_metadata=False``): every OTHER metadata key present on the node (e.g.
-  ``file_name``) is added to ``excluded_embed_metadata_keys``, so the summary, not the file name, is what the
-  embedding sees. ``embed_other_metadata=True`` keeps LlamaIndex's behaviour for those keys (the "metadata-aware"
-  setting). Keys added by later transformations are not affected.
-* The summary is excluded from the LLM rendering (``MetadataMode.LLM``) unless ``include_summary_in_llm=True``.
-* Bookkeeping keys, excluded from EMBED and LLM: ``summary_strategy`` (``single``/``map_reduce``/``head_tail``/
-  ``extractive``/``empty``), ``summary_truncated`` (the summarizer did not read the whole document), ``summary_cut``
-  (the summary was cut at a word boundary), ``summary_source`` (where the full text came from: ``document`` (a
-  Document or ``documents=``), ``chunks`` (rebuilt exactly from the chunks' offsets: the same text, so the same
-  summary), ``chunks_with_gaps`` (rebuilt, but some characters were covered by no chunk and were filled with spaces:
-  the summary can differ from the Document's)), ``summary_cache_error`` (the summary is fine but could not be stored
-  in ``cache_dir``) and, on failure with ``on_error="skip"``, ``summary_error`` (then there is no
-  ``document_summary``).
-
-Placements (both tested with ``RecursiveCharacterNodeParser`` and LlamaIndex's ``SentenceSplitter``):
-
-* AFTER the parser (recommended): nodes with a SOURCE relationship are grouped by source document, one summarizer
-  call per document. The full text comes from, in order: a ``Document`` with that id in the same input list; the
-  ``documents=`` argument (``transform(nodes, documents=docs)``, a sequence of Documents or a mapping id -> text);
-  else it is rebuilt from the nodes by their exact offsets (:func:`~llama_index_sac.documents.reconstruct_text`):
-  exact for this package's parsers (``summary_source="chunks"``); gaps (whitespace a parser left out) are filled with
-  spaces (``"chunks_with_gaps"``); a node without offsets or disagreeing overlaps raise ``ValueError``. The summary
-  never eats into the chunk size: the parser already ran.
-* BEFORE the parser: Documents in, the summary goes into each Document's metadata (with the exclusions above) and
-  the parser copies it to every chunk. Our parsers size chunks by content only (``count_metadata=False``, the
-  paper's 500 characters) and ignore it. LlamaIndex's ``SentenceSplitter`` is metadata-aware: it subtracts the
-  longer of the EMBED/LLM metadata renderings (in tokens) from ``chunk_size``, so the chunk BODY shrinks by the
-  summary's size, and when the metadata is at least ``chunk_size`` it raises ``ValueError("Metadata length (...)
-  is longer than chunk size (...)")`` (case 02). Place the transformation after ``SentenceSplitter`` to keep its
-  content budget, or keep this placement deliberately to make ``chunk_size`` bound summary + chunk. With a docstore
-  (``DocstoreStrategy.UPSERTS``) this placement changes each Document's hash (its metadata now holds the summary),
-  so every re-run treats every document as changed: use the after-parser placement there.
-
-Embedding input limit: with ``embed_model`` (the model the nodes will be embedded with) or ``embed_limit`` set,
-every chunk's EMBED string is measured: against the model's input limit with its own tokenizer
-(:func:`~llama_index_sac.embeddings.model.embedding_max_tokens`, 256 tokens with ``[CLS]``/``[SEP]`` for
-all-MiniLM-L6-v2; :func:`~llama_index_sac.embeddings.model.embedding_token_counter`; a model's ``text_instruction``
-counts too), or against ``embed_limit`` in the unit of ``embed_length_function`` (default characters). With
-``on_embed_overflow="trim"`` (default) the summary gives way, never the chunk: a node whose EMBED string is too
-long gets its summary trimmed at a word boundary, just enough to fit (:mod:`.fit`; the trimmed summary is what its
-metadata holds and what is embedded; ``summary_trimmed`` is set); a chunk too long even without its summary keeps
-it and is reported in ONE ``EmbedLimitWarning`` per call with the counts. ``"warn"``: nothing is trimmed, one
-``EmbedLimitWarning`` names how many nodes exceed the limit; ``"raise"``: ``ValueError``. ``last_embed_fit`` holds
-the counts of the last call. A model whose limit or tokenizer is unknown is not measured (logged). Fitting needs the
-chunks: it applies in the after-parser placement.
-
-Errors: the summarizer retries transient errors (see ``LLMSummarizer``). A document that still fails raises
-:class:`SummarizationError` (``on_error="raise"``: documents not yet started are cancelled; completed summaries
-are already in the cache) or, with ``on_error="skip"``, is recorded on each of its nodes as ``summary_error``
-(:func:`~llama_index_sac.ingestion.failed_documents` lists them). Never a silent substitute. An LLM that is down
-(``LLMUnavailableError``, after the summarizer's ``max_consecutive_failures``) fails the remaining documents at
-once, without a request each.
-
-Recovery (``docs/production.md``, "Failures and recovery"): each call with a failed summary raises
-``failure_epoch`` (kept in ``cache_dir``, else on this object), which ``to_dict()`` carries, so LlamaIndex's
-ingestion cache misses the output that held the failed nodes and the next run summarizes exactly the failed
-documents (every other summary comes from the summary cache). With a docstore, use
-:class:`~llama_index_sac.ingestion.SACIngestionPipeline`.
-
-Cache: with ``cache_dir`` set, summaries are stored on disk (:class:`SummaryCache`, keyed by document text + folded
-metadata + summarizer identity, never the document id) as each document completes; a second run makes zero
-summarizer calls; ``to_dict()`` includes ``summarizer_identity``. Cache faults are per-document faults: an entry that
-cannot be read is a miss; one that cannot be written marks its nodes ``summary_cache_error`` (one
-``CacheWriteWarning``); an unusable location raises ``SummaryCacheError`` before any call with ``on_error="raise"``
-and is read-only with ``"skip"``.
-
-Determinism: a summary depends on the document (text, chosen metadata) and the summarizer's settings only, never on
-the batch: nothing is fitted on the documents of a call.
+WHOLE document, so the retriever can tell near-identical clauses of different contracts apart. Each node gets
+``metadata["document_summary"]`` FIRST in its metadata, so LlamaIndex's own EMBED rendering puts the summary before
+the chunk (``"document_summary: <summary>\\n\\n<chunk text>"``); the node's text and offsets are not touched. Other
+metadata keys are left out of the embedding unless ``embed_other_metadata=True``; the summary is trimmed at a word
+boundary when summary + chunk would exceed the embedding model's input (the chunk never is); a failed summary raises
+or, with ``on_error="skip"``, marks the document's nodes so a re-run retries exactly them; ``cache_dir`` stores the
+summaries on disk. Placements (after the parser, recommended; before it), the rendering, the bookkeeping keys, the
+limits, errors, recovery and the cache in full: ``docs/augmentation.md``.
 """
 
 from __future__ import annotations
@@ -167,7 +90,7 @@ class SummaryAugmentationTransformation(TransformComponent):
     table_header_key: str | None = Field(
         default="table_header",
         description="Metadata key receiving the markdown table header for chunks holding rows of a table whose "
-        "header lies outside the chunk (case 15); None disables it.",
+        "header lies outside the chunk; None disables it.",
     )
     embed_other_metadata: bool = Field(
         default=False,

@@ -1,4 +1,4 @@
-"""Document-aware retrieval: use the per-document summaries at query time too (issue 15).
+"""Document-aware retrieval: use the per-document summaries at query time too.
 
 SAC embeds each document's summary with every chunk, which makes chunks of different contracts distinguishable in
 the dense space. Users ask about ONE contract ("Consider the NDA between X and Y; ...", "In the Acme MSA, ..."); the

@@ -61,7 +61,7 @@ def _settings_error(exc: ValidationError, prefix: str = "") -> str:
 
 
 def ingest_command(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH",
+    paths: Annotated[list[Path], typer.Argument(
         help="Folders (walked recursively) and files: .txt, .md, .pdf, .docx (the last two with the documents "
         "extra).", show_default=False)],
     vector_store: Annotated[str, typer.Option("--vector-store", help="chroma:DIR or qdrant:DIR (embedded, on disk; "
