@@ -60,6 +60,15 @@ def _settings_error(exc: ValidationError, prefix: str = "") -> str:
     return "; ".join(parts)
 
 
+#: What a command reports as one ``error:`` line: bad input (``IngestError``), a missing extra, a file system error.
+_EXPECTED = (IngestError, ImportError, OSError)
+
+
+def _failure(exc: BaseException) -> typer.Exit:
+    """The ``error:`` line of an :data:`_EXPECTED` exception (an ``OSError`` names its type)."""
+    return _fail(f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc))
+
+
 def ingest_command(
     paths: Annotated[list[Path], typer.Argument(
         help="Folders (walked recursively) and files: .txt, .md, .pdf, .docx (the last two with the documents "
@@ -114,10 +123,8 @@ def ingest_command(
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)  # Qdrant local mode
             report = ingest([str(p) for p in paths], StoreSpec.parse(vector_store, state_dir), settings, labels=label,
                             log=lambda line: typer.echo(f"warning: {printable(for_cli(line))}", err=True))
-    except (IngestError, ImportError) as exc:
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except _EXPECTED as exc:
+        raise _failure(exc) from None
     except KeyboardInterrupt:
         raise _fail("interrupted (the next run completes the store)") from None
     typer.echo(f"ingested into {printable(report.line())}")
@@ -222,10 +229,8 @@ def query_command(
                 _print_hits(hits)
     except ValidationError as exc:
         raise _fail(_settings_error(exc, prefix="embed_")) from None
-    except (IngestError, ImportError) as exc:
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except _EXPECTED as exc:
+        raise _failure(exc) from None
     except KeyboardInterrupt:
         raise _fail("interrupted") from None
 
@@ -275,10 +280,8 @@ def serve_command(
                 run_server(server, ready)
         finally:
             server.server_close()
-    except (IngestError, ImportError) as exc:
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except _EXPECTED as exc:
+        raise _failure(exc) from None
     except KeyboardInterrupt:  # while the store or the model was loading
         pass
     typer.echo("stopped", err=True)
@@ -294,10 +297,8 @@ def ls_command(
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
             listing = list_documents(vector_store, collection)
-    except (IngestError, ImportError) as exc:
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except _EXPECTED as exc:
+        raise _failure(exc) from None
     per_label: dict[str, int] = {}
     for doc in listing.documents:
         per_label[doc.doc_id.partition("/")[0]] = per_label.get(doc.doc_id.partition("/")[0], 0) + 1
@@ -334,10 +335,8 @@ def rm_command(
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
             done = remove(targets, vector_store, collection)
-    except (IngestError, ImportError) as exc:
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except _EXPECTED as exc:
+        raise _failure(exc) from None
     labels = f"; folder label(s) dropped: {printable(', '.join(done.labels))}" if done.labels else ""
     typer.echo(f"removed {len(done.documents)} document(s) ({done.rows} rows) from {vector_store} (collection "
                f"{collection}){labels}")
