@@ -42,6 +42,7 @@ with a :class:`StaleDocumentIndexWarning`; its prior then changes nothing.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import math
@@ -66,7 +67,8 @@ from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.documents import reconstruct_text
-from llama_index_sac.embeddings.default import default_embedding_model
+from llama_index_sac.embeddings.default import default_embedding_model, embedding_from_identity, is_default_model
+from llama_index_sac.embeddings.model import embedding_identity
 from llama_index_sac.evaluation.locations import stored_nodes
 from llama_index_sac.retrievers.document_names import (
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
@@ -389,6 +391,25 @@ class DocumentAwareRetriever(BaseRetriever):
                                  "(DocumentIndex.from_source(vector_store) or DocumentIndex.load(path))")
             document_index = DocumentIndex.from_source(index)
         return cls(source, document_index, similarity_top_k=similarity_top_k, **kwargs)
+
+    # -- pickling -----------------------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """The retriever's state with the index's default embedding model as its identity (rebuilt on unpickling by
+        :func:`~llama_index_sac.embeddings.default.embedding_from_identity`), so a pickle carries no weights; any
+        other model is pickled as it is."""
+        state = dict(self.__dict__)
+        index = state.get("index")
+        if index is not None and is_default_model(index._embed_model):
+            light = copy.copy(index)
+            light._embed_model = embedding_identity(index._embed_model)
+            state["index"] = light
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        index = state.get("index")
+        if index is not None and isinstance(index._embed_model, dict):
+            index._embed_model = embedding_from_identity(index._embed_model)
+        self.__dict__.update(state)
 
     # -- the searches ----------------------------------------------------------------------------------------
     def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> BaseRetriever:

@@ -96,6 +96,13 @@ class NumpyVectorStore(BasePydanticVectorStore):
     def client(self) -> None:
         return None
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled store whole: LlamaIndex's ``BaseComponent.__setstate__`` re-runs ``__init__`` with the
+        public fields only, which would leave an unpickled store empty."""
+        super().__setstate__(state)
+        for key, value in (state.get("__pydantic_private__") or {}).items():
+            setattr(self, key, value)
+
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Store ``nodes`` (each with ``node.embedding``, a list of floats); returns their ids.
 

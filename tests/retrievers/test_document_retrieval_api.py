@@ -165,3 +165,35 @@ def test_the_document_index_takes_a_documents_longest_summary() -> None:
     assert DocumentIndex.from_nodes(nodes, names=False).summaries == {"nda-kestrel.txt": SUMMARIES["nda-kestrel.txt"]}
     only_trimmed = [TextNode(text="x", id_="n", metadata={"document_summary": ""})]
     assert DocumentIndex.from_nodes([*nodes, *only_trimmed], names=False).doc_ids == ["nda-kestrel.txt"]
+
+
+def test_a_pickled_retriever_keeps_a_model_it_cannot_rebuild_and_answers_the_same() -> None:
+    import pickle
+
+    retriever = DocumentAwareRetriever.from_defaults(build(corpus()), similarity_top_k=3)
+    again = pickle.loads(pickle.dumps(retriever))
+    assert again.index is not None and isinstance(again.index._embed_model, FakeEmbedding)
+    assert ([(h.node.node_id, h.score) for h in again.retrieve(QUESTION)]
+            == [(h.node.node_id, h.score) for h in retriever.retrieve(QUESTION)])
+
+
+@pytest.mark.slow
+def test_a_pickled_retriever_carries_the_default_models_identity_not_its_weights() -> None:
+    import pickle
+
+    from llama_index_sac import default_embedding_model
+    from llama_index_sac.embeddings.model import embedding_identity
+
+    model = default_embedding_model()
+    nodes = corpus()
+    index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=NumpyVectorStore()),
+                             embed_model=model)
+    retriever = DocumentAwareRetriever.from_defaults(index, similarity_top_k=3)
+    blob = pickle.dumps(retriever)
+    assert len(blob) < 200_000  # the store's few vectors, the documents and the model's identity: no weights
+    assert retriever.index is not None and retriever.index._embed_model is model  # pickling left it untouched
+    again = pickle.loads(blob)
+    assert again.index is not None and again.index._embed_model is not model
+    assert embedding_identity(again.index._embed_model) == embedding_identity(model)
+    assert ([h.node.node_id for h in again.retrieve(QUESTION)]
+            == [h.node.node_id for h in retriever.retrieve(QUESTION)])

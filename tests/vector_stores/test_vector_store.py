@@ -114,3 +114,15 @@ def test_get_nodes_with_ids_and_filters() -> None:
     acme = MetadataFilters(filters=[MetadataFilter(key="party", value="acme")])
     assert [n.node_id for n in store.get_nodes(node_ids=["n1", "n2"], filters=acme)] == ["n2"]
     assert [n.node_id for n in store.get_nodes()] == ["n0", "n1", "n2"]
+
+
+def test_a_pickled_store_keeps_its_nodes_and_answers_the_same() -> None:
+    import pickle
+
+    store = NumpyVectorStore()
+    store.add(_nodes(40, 8, seed=3))
+    again = pickle.loads(pickle.dumps(store))
+    query = VectorStoreQuery(query_embedding=np.random.default_rng(5).normal(size=8).tolist(), similarity_top_k=10)
+    a, b = store.query(query), again.query(query)
+    assert len(a.ids or []) == 10 and a.ids == b.ids and a.similarities == b.similarities
+    assert [n.get_content() for n in again.get_nodes(node_ids=["n1"])] == ["chunk 1"]
