@@ -101,7 +101,7 @@ class RememberingRetriever(DocumentAwareRetriever):
     def _rank(self, hits: list[NodeWithScore], prior: Mapping[str, float], query: str) -> list[NodeWithScore]:
         bonus = None
         if self.lexical_weight > 0:
-            located = sorted(prior, key=lambda d: (-prior[d], d))[: max(1, self.focus_documents)]
+            located = self._top(prior, max(1, self.focus_documents))
             names = frozenset().union(*(self.document_index.names_of(d) for d in located))
             key = (query, tuple(h.node.node_id for h in hits), names)
             if key not in self.lexical_memory:

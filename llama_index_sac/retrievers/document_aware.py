@@ -190,16 +190,21 @@ class DocumentAwareRetriever(BaseRetriever):
             raise ValueError("the query is empty: there is nothing to embed or to match against the documents")
         return self.document_index.prior_of(query_bundle.query_str) if self.prior_weight > 0 else {}
 
+    @staticmethod
+    def _top(prior: Mapping[str, float], n: int) -> list[str]:
+        """The ``n`` documents of highest prior (ties by id)."""
+        return sorted(prior, key=lambda d: (-prior[d], d))[:n] if n else []
+
     def _focus(self, prior: Mapping[str, float]) -> list[str]:
         # one query per focus document: each can fill the answer (one over several returns the longest one's chunks)
-        return sorted(prior, key=lambda d: (-prior[d], d))[: self.focus_documents] if self.focus_documents else []
+        return self._top(prior, self.focus_documents)
 
     def _rank(self, hits: list[NodeWithScore], prior: Mapping[str, float], query: str) -> list[NodeWithScore]:
         """The fused top ``similarity_top_k`` of ``hits``; the question's words lose the names of the top-prior
         documents (as many as the focus documents, at least one)."""
         bonus = None
         if self.lexical_weight > 0:
-            located = sorted(prior, key=lambda d: (-prior[d], d))[: max(1, self.focus_documents)]
+            located = self._top(prior, max(1, self.focus_documents))
             names = frozenset().union(*(self.document_index.names_of(d) for d in located))
             bonus = lexical_bonus(hits, query, self.lexical_weight, names)
         return fuse(hits, prior, self.prior_weight, self.similarity_top_k, bonus)

@@ -191,3 +191,18 @@ def test_aretrieve_equals_retrieve_with_every_new_option() -> None:
             return await aware.aretrieve(text)
 
         assert [(h.node.node_id, h.score) for h in asyncio.run(main())] == sync and len(sync) == 4
+
+
+def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
+    from llama_index_sac.apps.benchmark.config import parse_config
+    from llama_index_sac.apps.benchmark.factories import build_retriever
+    from tests.conftest import FakeEmbedding
+
+    config = parse_config("default:document_retrieval.lexical_weight=0.05,document_retrieval.prior_margin=0.5,"
+                          "document_retrieval.require_name_match=true,document_retrieval.name_pairs=true")
+    retriever = build_retriever(config, corpus(), FakeEmbedding(), 4)
+    assert isinstance(retriever, DocumentAwareRetriever) and retriever.lexical_weight == 0.05
+    assert retriever.document_index.options() == {"name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5,
+                                                   "require_name_match": True}
+    with pytest.raises(ValueError, match="lexical_weight"):
+        parse_config("default:document_retrieval.lexical_weight=-1")
