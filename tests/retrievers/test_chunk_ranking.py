@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import BaseNode, NodeWithScore
 
 from llama_index_sac import DocumentAwarePostprocessor, DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.retrievers.chunk_lexical import lexical_scores, question_text, question_tokens
@@ -200,7 +200,8 @@ def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
 
     config = parse_config("default:document_retrieval.lexical_weight=0.05,document_retrieval.prior_margin=0.5,"
                           "document_retrieval.require_name_match=true,document_retrieval.name_pairs=true")
-    retriever = build_retriever(config, corpus(), FakeEmbedding(), 4)
+    nodes: list[BaseNode] = list(corpus())
+    retriever = build_retriever(config, nodes, FakeEmbedding(), 4)
     assert isinstance(retriever, DocumentAwareRetriever) and retriever.lexical_weight == 0.05
     assert retriever.document_index.options() == {"name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5,
                                                    "require_name_match": True}
