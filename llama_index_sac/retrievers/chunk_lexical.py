@@ -33,8 +33,8 @@ from llama_index_sac.retrievers.document_names import word_tokens
 __all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_WEIGHT", "LOCATOR_WORDS", "lexical_scores", "question_text",
            "question_tokens"]
 
-#: Weight of the lexical score in the fused score, in cosine units (0: off). Chosen leave-one-dataset-out
-#: (``docs/results.md`` section 6i).
+#: Weight of the lexical score in the fused score, in cosine units (0: off, the ranking of ``docs/results.md``
+#: section 6; section 6i holds the leave-one-dataset-out protocol that chooses it).
 DEFAULT_LEXICAL_WEIGHT = 0.0
 #: Okapi BM25 term-frequency saturation and length normalisation (the usual values).
 BM25_K1 = 1.5
