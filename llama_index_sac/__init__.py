@@ -35,7 +35,8 @@ from llama_index_sac.node_parser import (
     SemanticNodeParser,
     SpanNodeParser,
 )
-from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex, StaleDocumentIndexWarning
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, StaleDocumentIndexWarning
+from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.document_names import distinctive_names
 from llama_index_sac.retrievers.postprocessor import DocumentAwarePostprocessor
 from llama_index_sac.sentences import sentence_spans

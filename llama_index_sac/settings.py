@@ -43,11 +43,17 @@ from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.semantic import BreakpointMethod
+from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT
 from llama_index_sac.retrievers.document_aware import (
     DEFAULT_CANDIDATE_TOP_K,
     DEFAULT_FOCUS_DOCUMENTS,
-    DEFAULT_NAME_WEIGHT,
     DEFAULT_PRIOR_WEIGHT,
+)
+from llama_index_sac.retrievers.document_index import (
+    DEFAULT_NAME_PAIRS,
+    DEFAULT_NAME_WEIGHT,
+    DEFAULT_PRIOR_MARGIN,
+    DEFAULT_REQUIRE_NAME_MATCH,
 )
 from llama_index_sac.retrievers.document_names import DEFAULT_MAX_DOCUMENT_FREQUENCY
 from llama_index_sac.sentences import SentenceBackend
@@ -325,6 +331,15 @@ class DocumentRetrievalSettings(BaseModel):
     max_name_frequency: float = Field(default=DEFAULT_MAX_DOCUMENT_FREQUENCY, gt=0.0, le=1.0, allow_inf_nan=False,
                                       description="A name is distinctive below this share of the reference "
                                                   "table's documents.")
+    name_pairs: bool = Field(default=DEFAULT_NAME_PAIRS,
+                             description="Also two adjacent capitalised words that are rare together as a name.")
+    prior_margin: float = Field(default=DEFAULT_PRIOR_MARGIN, ge=0.0, allow_inf_nan=False,
+                                description="A prior part counts only when its best document's score is at least "
+                                            "1 + this times the runner-up's.")
+    require_name_match: bool = Field(default=DEFAULT_REQUIRE_NAME_MATCH,
+                                     description="The prior is 0 unless a query name is some document's name.")
+    lexical_weight: float = Field(default=DEFAULT_LEXICAL_WEIGHT, ge=0.0, allow_inf_nan=False,
+                                  description="Weight of the question's BM25 over the candidate chunks.")
 
 
 # -- embedding models --------------------------------------------------------------------------------------------

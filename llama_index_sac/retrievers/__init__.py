@@ -1,14 +1,14 @@
 """Retrievers: :class:`DocumentAwareRetriever` and its :class:`DocumentIndex`, the same prior as a node postprocessor
-(:class:`DocumentAwarePostprocessor`); a document's distinctive names."""
+(:class:`DocumentAwarePostprocessor`); a document's distinctive names; the question's lexical score over the
+candidate chunks."""
 
-from llama_index_sac.retrievers.document_aware import (
-    DocumentAwareRetriever,
-    DocumentIndex,
-    StaleDocumentIndexWarning,
-)
+from llama_index_sac.retrievers.chunk_lexical import lexical_scores, question_text, question_tokens
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, StaleDocumentIndexWarning
+from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.document_names import (
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
     distinctive_names,
+    name_pairs,
     name_tokens,
     query_tokens,
     word_tokens,
@@ -22,7 +22,11 @@ __all__ = [
     "DocumentIndex",
     "StaleDocumentIndexWarning",
     "distinctive_names",
+    "lexical_scores",
+    "name_pairs",
     "name_tokens",
     "query_tokens",
+    "question_text",
+    "question_tokens",
     "word_tokens",
 ]

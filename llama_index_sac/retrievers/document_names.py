@@ -13,6 +13,14 @@ first kind from the WHOLE document text:
 * **distinctive** ones: contained in fewer than ``max_document_frequency`` of the documents of a reference table of
   document frequencies (:class:`~llama_index_sac.summarizers.terms.TermStatistics`, the shipped ``legal-terms-v1`` by
   default: 714 legal documents). A word the table has never seen counts as the rarest.
+* **two-word names** (``pairs=True``): a party named by two common words ("Blue Apron", "Product Development") is
+  distinctive only as a pair. Two name tokens that are adjacent in the text (separated by spaces or tabs only, no
+  stop word, no punctuation, no line break: :func:`name_pairs`) form the token ``"blue_apron"``. The table holds no
+  pair frequencies, so a pair of two words that are each NOT distinctive counts as distinctive when the share of the
+  table's documents expected to contain both, were the words independent (``df(a) / N * df(b) / N``), is below
+  ``max_document_frequency``. A pair with a distinctive word is left out: that word already names the document.
+  Collocations every contract uses ("Confidential Information", "Receiving Party") are frequent word by word and
+  stay out.
 
 Everything here is a function of the text and the (versioned, fingerprinted) table: no model, no batch statistics.
 Every function is one linear pass over its input (one bounded regular expression).
@@ -25,7 +33,8 @@ from collections import Counter
 
 from llama_index_sac.summarizers.terms import TermStatistics, stop_words
 
-__all__ = ["DEFAULT_MAX_DOCUMENT_FREQUENCY", "distinctive_names", "name_tokens", "query_tokens", "word_tokens"]
+__all__ = ["DEFAULT_MAX_DOCUMENT_FREQUENCY", "PAIR_SEPARATOR", "distinctive_names", "name_pairs", "name_tokens",
+           "pair_token", "query_tokens", "word_tokens"]
 
 #: A name is distinctive when fewer than this share of the reference table's documents contain it (2%: at most 14
 #: of the 714 documents of ``legal-terms-v1``). Set in a document-identification exploration, before the retrieval
@@ -37,6 +46,21 @@ _RUN_RE = re.compile(r"(?<![\w\-])\w[\w\-]*")
 # the runs that start with an upper-case or non-ASCII letter or a digit: the candidate names, found by the regular
 # expression itself so that the Python loop sees a small share of the words only
 _CANDIDATE_RE = re.compile(r"(?<![\w\-])[^\W_a-z][\w\-]*")
+#: Joins the two words of a two-word name token (``"blue_apron"``); a word token never holds it at its edges.
+PAIR_SEPARATOR = "_"
+# the most characters between two adjacent words of a pair (spaces or tabs only)
+_MAX_PAIR_GAP = 3
+
+
+def _word(run: str, names_only: bool, stop: frozenset[str]) -> str | None:
+    """The token of one regular-expression run, or None (too short, no letter, not a name, a stop word)."""
+    token = run.strip("-_")
+    if len(token) < 2 or (names_only and not (token[0].isupper() or token[0].isdigit())):
+        return None
+    if not any(c.isalpha() for c in token):
+        return None
+    low = token.lower()
+    return None if low in stop else low
 
 
 def _words(text: str, names_only: bool) -> list[str]:
@@ -48,15 +72,37 @@ def _words(text: str, names_only: bool) -> list[str]:
     stop = stop_words()
     out = []
     for run in (_CANDIDATE_RE if names_only else _RUN_RE).findall(text):
-        token = run.strip("-_")
-        if len(token) < 2 or (names_only and not (token[0].isupper() or token[0].isdigit())):
-            continue
-        if not any(c.isalpha() for c in token):
-            continue
-        low = token.lower()
-        if low not in stop:
-            out.append(low)
+        token = _word(run, names_only, stop)
+        if token is not None:
+            out.append(token)
     return out
+
+
+def name_pairs(text: str) -> list[tuple[str, str]]:
+    """The adjacent name tokens of ``text``: ``(a, b)`` for each two name tokens (:func:`name_tokens`) separated by
+    at most three spaces or tabs and nothing else, in order ("Blue Apron, Inc." gives ``("blue", "apron")`` and
+    ``("apron", "inc")``; "the Blue Apron" too, "Blue\\nApron" and "Blue, Apron" do not). One pass.
+
+    Raises:
+        TypeError: ``text`` is not a str."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    stop = stop_words()
+    out = []
+    previous, end = None, -1
+    for match in _CANDIDATE_RE.finditer(text):
+        token = _word(match.group(), True, stop)
+        gap = match.start() - end
+        if token is not None and previous is not None and 0 < gap <= _MAX_PAIR_GAP and (
+                not text[end:match.start()].strip(" \t")):
+            out.append((previous, token))
+        previous, end = token, match.end()
+    return out
+
+
+def pair_token(first: str, second: str) -> str:
+    """The name token of a two-word name: ``pair_token("blue", "apron") == "blue_apron"``."""
+    return f"{first}{PAIR_SEPARATOR}{second}"
 
 
 def name_tokens(text: str) -> list[str]:
@@ -76,18 +122,23 @@ def word_tokens(text: str) -> list[str]:
     return _words(text, names_only=False)
 
 
-def query_tokens(query: str) -> list[str]:
+def query_tokens(query: str, *, pairs: bool = False) -> list[str]:
     """The words of a query to look up among the documents' names: its name tokens, or every word (lower-cased,
-    stop words out) when it capitalises nothing but stop words ("what does the acme nda say about notice?").
+    stop words out) when it capitalises nothing but stop words ("what does the acme nda say about notice?"). With
+    ``pairs``, the name tokens are followed by the two-word tokens of :func:`name_pairs` (all of them: a pair no
+    document holds matches nothing).
 
     Raises:
         TypeError: ``query`` is not a str."""
     names = name_tokens(query)
-    return names if names else word_tokens(query)
+    if not names:
+        return word_tokens(query)
+    return names + [pair_token(a, b) for a, b in name_pairs(query)] if pairs else names
 
 
 def distinctive_names(text: str, *, statistics: TermStatistics | None = None,
-                      max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY) -> Counter[str]:
+                      max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY,
+                      pairs: bool = False) -> Counter[str]:
     """The distinctive names of a document and how often it uses each (module docstring).
 
     Args:
@@ -95,6 +146,7 @@ def distinctive_names(text: str, *, statistics: TermStatistics | None = None,
         statistics: the reference document frequencies (default: the shipped ``legal-terms-v1`` table).
         max_document_frequency: a name is kept when fewer than this share of the table's documents contain it;
             in (0, 1].
+        pairs: also the distinctive two-word names (``"blue_apron"``, module docstring).
 
     Returns:
         ``Counter`` lower-cased name -> occurrences in ``text``.
@@ -110,4 +162,9 @@ def distinctive_names(text: str, *, statistics: TermStatistics | None = None,
     if not isinstance(table, TermStatistics):
         raise TypeError(f"statistics must be a TermStatistics, got {type(statistics).__name__}")
     limit = max_document_frequency * table.n_documents
-    return Counter(name for name in name_tokens(text) if table.df(name) < limit)
+    found = Counter(name for name in name_tokens(text) if table.df(name) < limit)
+    if pairs:  # both words frequent, the pair expected in fewer than `limit` documents: df_a * df_b / N < limit
+        expected = limit * table.n_documents
+        found.update(pair_token(a, b) for a, b in name_pairs(text)
+                     if limit <= table.df(a) and limit <= table.df(b) and table.df(a) * table.df(b) < expected)
+    return found

@@ -16,27 +16,35 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from llama_index_sac.retrievers.document_aware import DEFAULT_PRIOR_WEIGHT, DocumentIndex
-from llama_index_sac.retrievers.fusion import fuse
+from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT
+from llama_index_sac.retrievers.document_aware import DEFAULT_PRIOR_WEIGHT
+from llama_index_sac.retrievers.document_index import DocumentIndex
+from llama_index_sac.retrievers.fusion import fuse, lexical_bonus
 
 __all__ = ["DocumentAwarePostprocessor"]
 
 
 class DocumentAwarePostprocessor(BaseNodePostprocessor):
-    """Re-rank retrieved chunks by ``score + prior_weight * prior(document of the chunk)`` (module docstring).
+    """Re-rank retrieved chunks by ``score + prior_weight * prior(document of the chunk) + lexical_weight *
+    lexical(chunk)`` (module docstring; ``lexical``: the question's BM25 over the chunks given, without the names of
+    the top-prior document, :mod:`~llama_index_sac.retrievers.chunk_lexical`).
 
     Args:
         document_index: the summaries and names (:meth:`DocumentIndex.from_source`, ``load``, ``from_persist_dir``).
         prior_weight: weight of the prior, in the units of the retriever's scores (cosine for a vector index).
+        lexical_weight: weight of the question's lexical score, in the same units (0: off).
         top_n: chunks kept (None: all, re-ordered).
 
     Raises:
         TypeError: ``document_index`` is not a :class:`DocumentIndex`.
-        ValueError: ``prior_weight`` negative or not finite, ``top_n`` below 1; at query time, no query.
+        ValueError: ``prior_weight`` or ``lexical_weight`` negative or not finite, ``top_n`` below 1; at query time,
+            no query.
     """
 
     prior_weight: float = Field(default=DEFAULT_PRIOR_WEIGHT, ge=0.0,
                                 description="Weight of the document prior, in the units of the chunks' scores.")
+    lexical_weight: float = Field(default=DEFAULT_LEXICAL_WEIGHT, ge=0.0,
+                                  description="Weight of the question's BM25 over the chunks, in the same units.")
     top_n: int | None = Field(default=None, ge=1, description="Chunks kept after re-ranking (None: all).")
 
     _document_index: DocumentIndex = PrivateAttr()
@@ -47,11 +55,11 @@ class DocumentAwarePostprocessor(BaseNodePostprocessor):
         super().__init__(**kwargs)
         self._document_index = document_index
 
-    @field_validator("prior_weight")
+    @field_validator("prior_weight", "lexical_weight")
     @classmethod
     def _finite(cls, value: float) -> float:
         if not math.isfinite(value):
-            raise ValueError(f"prior_weight must be finite, got {value!r}")
+            raise ValueError(f"the weight must be finite, got {value!r}")
         return value
 
     @classmethod
@@ -66,5 +74,11 @@ class DocumentAwarePostprocessor(BaseNodePostprocessor):
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         if query_bundle is None:
             raise ValueError("DocumentAwarePostprocessor needs the query (query_bundle or query_str)")
-        prior = self._document_index.prior_of(query_bundle.query_str) if self.prior_weight > 0 else {}
-        return fuse(nodes, prior, self.prior_weight, self.top_n)
+        query = query_bundle.query_str
+        prior = self._document_index.prior_of(query) if self.prior_weight > 0 else {}
+        bonus = None
+        if self.lexical_weight > 0:
+            located = min(prior, key=lambda d: (-prior[d], d)) if prior else None
+            names = self._document_index.names_of(located) if located is not None else frozenset()
+            bonus = lexical_bonus(nodes, query, self.lexical_weight, names)
+        return fuse(nodes, prior, self.prior_weight, self.top_n, bonus)

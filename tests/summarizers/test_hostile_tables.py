@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from llama_index_sac.retrievers.document_aware import MAX_NAME_OCCURRENCES, DocumentIndex
+from llama_index_sac.retrievers.document_index import MAX_NAME_OCCURRENCES, DocumentIndex
 from llama_index_sac.summarizers.terms import TermStatistics
 
 DEEP = b"[" * 200_000 + b"]" * 200_000

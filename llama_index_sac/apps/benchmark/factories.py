@@ -33,7 +33,8 @@ from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contract
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.embeddings.default import EmbeddingBackendOptions, default_embedding_model
 from llama_index_sac.embeddings.onnx import OnnxEmbedding
-from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
+from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.settings import build_parser, model_backend, model_identity, model_space, recorded_space
 from llama_index_sac.summarizers import BaseSummarizer, ExtractiveSummarizer, LLMSummarizer
 from llama_index_sac.vector_stores.numpy_store import NumpyVectorStore
@@ -215,13 +216,16 @@ def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseE
         settings = config.document_retrieval
         try:
             documents = DocumentIndex.from_nodes(
-                nodes, names=settings.name_weight > 0, name_weight=settings.name_weight,
-                max_document_frequency=settings.max_name_frequency)
+                nodes, names=settings.name_weight > 0 or settings.require_name_match,
+                name_weight=settings.name_weight, max_document_frequency=settings.max_name_frequency,
+                name_pairs=settings.name_pairs, prior_margin=settings.prior_margin,
+                require_name_match=settings.require_name_match)
         except ImportError as exc:  # bm25s: the bm25 extra
             raise EvaluationSetupError(str(exc)) from None
         return DocumentAwareRetriever(
             index, documents, similarity_top_k=top_k, prior_weight=settings.prior_weight,
             focus_documents=settings.focus_documents, candidate_top_k=settings.candidate_top_k,
+            lexical_weight=settings.lexical_weight,
         )
     try:
         bm25_module = require_extra("llama_index.retrievers.bm25", "bm25", "retrieval=hybrid")

@@ -25,7 +25,8 @@ from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSp
 from llama_index_sac.apps.ingest.store import open_store, store_errors
 from llama_index_sac.embeddings.default import EMBED_PRECISIONS, EmbeddingBackendOptions, default_embedding_model
 from llama_index_sac.embeddings.model import DEFAULT_EMBED_MODEL_NAME
-from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
+from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.settings import model_space, recorded_space
 
 __all__ = ["MAX_K", "QueryHit", "Searcher", "check_k", "check_question", "load_model", "model_loading_progress",

@@ -1,0 +1,216 @@
+"""Choose the within-document ranking options of DocumentAwareRetriever WITHOUT the test queries.
+
+Grid: ``lexical_weight`` (the question's BM25 over the candidate chunks) x the prior's hub fix (``prior_margin``,
+``require_name_match``) x ``name_pairs`` (two-word names); every other option at the package default
+(``prior_weight``, ``focus_documents``, ``name_weight``, ``candidate_top_k``). Plain dense retrieval of the same
+embeddings is run beside it for reference.
+
+Protocol (leave-one-dataset-out over LegalBench-RAG's four datasets, as ``bench/tune_document_retrieval.py``): every
+grid point runs once on all queries; for each held-out dataset D the grid point with the best objective on the OTHER
+three datasets is chosen and D is scored with it. The objective is the unweighted mean over
+the three datasets of the mean over k of ``precision + recall - DRM``. The package defaults are the values chosen
+most often across the four folds (ties: the point nearest the current ranking: smaller weight, fix off, pairs off).
+
+    python bench/tune_chunk_ranking.py --data-dir ../shared/data/legalbenchrag --base default \\
+        --cache-dir /work/cache --json /tmp/rank/tune-default.json
+    python bench/tune_chunk_ranking.py --data-dir ../shared/data/legalbenchrag --base sac --cache-dir /work/cache
+    python bench/tune_chunk_ranking.py --synthetic 24                  # the built-in contracts (2 datasets)
+
+``--base default``: the ``default`` preset (file name folded into the summary); ``--base sac``: ``sac-doc``
+(content-only summaries).
+
+One pass of the ``llama-sac eval`` pipeline (its parser, summaries, augmentation and embedding cache) builds the
+chunks and their vectors once; every grid point then queries the same ``NumpyVectorStore`` index through a
+:class:`DocumentAwareRetriever` that remembers the store's answers (a dense query's hits depend on the query, k and
+the document filter only) and the question's lexical score at weight 1 (it depends on the query, the candidates and
+the located names only), so the grid costs one dense pass plus the priors and fusions. The scores are those of the
+plain retriever (the same code ranks; only repeated store queries and lexical scores are read from memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from llama_index_sac import NumpyVectorStore
+from llama_index_sac.apps.benchmark import factories
+from llama_index_sac.apps.benchmark.cache import EmbeddingCache
+from llama_index_sac.apps.benchmark.config import LoaderOptions, RunSettings, parse_config
+from llama_index_sac.apps.benchmark.runner import _augment, _EmbedTexts, _QueryVectors
+from llama_index_sac.evaluation.evaluator import RetrievalQualityEvaluator
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
+from llama_index_sac.retrievers.document_index import DocumentIndex
+from llama_index_sac.retrievers.fusion import fuse, lexical_bonus
+
+LEXICAL_WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2)
+#: (prior_margin, require_name_match): off, a margin, a name match, both.
+HUB_FIXES = ((0.0, False), (0.5, False), (0.0, True), (0.5, True))
+NAME_PAIRS = (False, True)
+BASES = {"default": "default", "sac": "sac-doc"}
+METRICS = ("drm", "precision", "recall")
+
+Point = tuple[float, float, bool, bool]  # lexical_weight, prior_margin, require_name_match, name_pairs
+
+
+def point_name(point: Point) -> str:
+    lexical, margin, match, pairs = point
+    return f"l{lexical}-m{margin}-r{int(match)}-p{int(pairs)}"
+
+
+class _Remembered:
+    """A store query whose hits are remembered per (query, k, documents)."""
+
+    def __init__(self, retriever: BaseRetriever, key: tuple[Any, ...], memory: dict[Any, list[NodeWithScore]]) -> None:
+        self.retriever, self.key, self.memory = retriever, key, memory
+
+    def retrieve(self, bundle: QueryBundle) -> list[NodeWithScore]:
+        key = (bundle.query_str, *self.key)
+        if key not in self.memory:
+            self.memory[key] = list(self.retriever.retrieve(bundle))
+        return self.memory[key]
+
+    async def aretrieve(self, bundle: QueryBundle) -> list[NodeWithScore]:
+        key = (bundle.query_str, *self.key)
+        if key not in self.memory:
+            self.memory[key] = list(await self.retriever.aretrieve(bundle))
+        return self.memory[key]
+
+
+class RememberingRetriever(DocumentAwareRetriever):
+    """:class:`DocumentAwareRetriever` whose store answers and unit lexical scores come from shared memories."""
+
+    dense_memory: dict[Any, list[NodeWithScore]] = {}
+    lexical_memory: dict[Any, dict[str, float]] = {}
+
+    def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> Any:
+        key = (top_k, tuple(doc_ids or ()))
+        return _Remembered(super()._dense(top_k, doc_ids), key, self.dense_memory)
+
+    def _rank(self, hits: list[NodeWithScore], prior: Mapping[str, float], query: str) -> list[NodeWithScore]:
+        bonus = None
+        if self.lexical_weight > 0:
+            located = self._top(prior, max(1, self.focus_documents))
+            names = frozenset().union(*(self.document_index.names_of(d) for d in located))
+            key = (query, tuple(h.node.node_id for h in hits), names)
+            if key not in self.lexical_memory:
+                self.lexical_memory[key] = lexical_bonus(hits, query, 1.0, names)
+            bonus = {node_id: self.lexical_weight * value for node_id, value in self.lexical_memory[key].items()}
+        return fuse(hits, prior, self.prior_weight, self.similarity_top_k, bonus)
+
+
+def summary(aggregates: Mapping[str, Any], dataset: str) -> dict[str, float]:
+    """Mean over k of DRM, precision and recall, and precision and recall at the smallest k (fractions)."""
+    per_k = aggregates["datasets"][dataset]
+    out = {m: statistics.fmean(per_k[k][m] or 0.0 for k in per_k) for m in METRICS}
+    first = per_k[min(per_k)]
+    out["precision@1"] = first["precision"] or 0.0
+    out["recall@1"] = first["recall"] or 0.0
+    return out
+
+
+def objective(table: Mapping[str, Mapping[str, float]], datasets: list[str]) -> float:
+    """Mean over ``datasets`` of the mean over k of precision + recall - DRM."""
+    return statistics.fmean(table[d]["precision"] + table[d]["recall"] - table[d]["drm"] for d in datasets)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--synthetic", type=int, help="use the built-in contracts with this many documents")
+    parser.add_argument("--base", choices=sorted(BASES), default="default")
+    parser.add_argument("--cache-dir", type=Path, help="the embedding cache (default: the runner's)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if (args.data_dir is None) == (args.synthetic is None):
+        sys.exit("error: give --data-dir or --synthetic N")
+    options = (LoaderOptions(source="legalbenchrag", data_dir=str(args.data_dir)) if args.data_dir is not None
+               else LoaderOptions(source="synthetic", n_documents=args.synthetic))
+    benchmark, options = factories.load_benchmark(options)
+    settings = RunSettings(show_progress=False) if args.cache_dir is None else RunSettings(
+        show_progress=False, cache_dir=args.cache_dir)
+    config = parse_config(BASES[args.base])
+    clock = time.perf_counter()
+    model = factories.load_embedding_model(settings.embed_model, settings.embed_options(), False)
+    identity = factories.model_identity(model)
+    cache = EmbeddingCache(settings.cache_dir)
+    try:
+        query_matrix = cache.embed_array([q.query for q in benchmark.queries], identity, "query",
+                                         factories.query_embedder(model), show_progress=False)
+        query_vectors = _QueryVectors([q.query_id for q in benchmark.queries], query_matrix)
+        documents = benchmark.to_documents(embed_metadata_keys=config.augmentation.embed_metadata)
+        nodes = factories.build_parser(config.parser, model).get_nodes_from_documents(documents)
+        _augment(config, nodes, documents, benchmark.doc_datasets, settings, print, model)
+        before = cache.misses
+        vectors = cache.embed_array(_EmbedTexts(nodes), identity, "text", model.get_text_embedding_batch,
+                                    show_progress=False)
+        print(f"{len(nodes)} chunks, {cache.misses - before} embedded, the rest from the cache "
+              f"({time.perf_counter() - clock:.1f} s)")
+    finally:
+        cache.close()
+    store = NumpyVectorStore()
+    store.add_matrix(nodes, vectors, copy=False)
+    index = VectorStoreIndex.from_vector_store(store, embed_model=model)
+    top_k = max(settings.ks)
+
+    def evaluate(retriever: BaseRetriever) -> dict[str, dict[str, float]]:
+        evaluator = RetrievalQualityEvaluator(retriever=retriever, ks=settings.ks, workers=2)
+        result = evaluator.evaluate_dataset(benchmark.queries, query_vectors)
+        return {d: summary(result.aggregates, d) for d in result.aggregates["datasets"]}
+
+    dr = config.document_retrieval
+    table: dict[str, dict[str, dict[str, float]]] = {"dense": evaluate(index.as_retriever(similarity_top_k=top_k))}
+    grid: list[Point] = []
+    for (margin, match), pairs in itertools.product(HUB_FIXES, NAME_PAIRS):
+        documents_index = DocumentIndex.from_nodes(
+            nodes, name_weight=dr.name_weight, max_document_frequency=dr.max_name_frequency, name_pairs=pairs,
+            prior_margin=margin, require_name_match=match)
+        for lexical in LEXICAL_WEIGHTS:
+            point = (lexical, margin, match, pairs)
+            clock = time.perf_counter()
+            table[point_name(point)] = evaluate(RememberingRetriever(
+                index, documents_index, similarity_top_k=top_k, candidate_top_k=dr.candidate_top_k,
+                prior_weight=dr.prior_weight, focus_documents=dr.focus_documents, lexical_weight=lexical))
+            grid.append(point)
+            print(f"{point_name(point)}: objective {objective(table[point_name(point)], list(table['dense'])):.4f} "
+                  f"({time.perf_counter() - clock:.1f} s)")
+    before_name = point_name((0.0, 0.0, False, False))  # the ranking of the package before these options
+    datasets = list(table["dense"])
+    folds: dict[str, Any] = {}
+    for held_out in datasets:
+        train = [d for d in datasets if d != held_out]
+        best = max(grid, key=lambda p: (objective(table[point_name(p)], train), -p[0], -p[1], -p[2], -p[3]))
+        folds[held_out] = {
+            "chosen": {"lexical_weight": best[0], "prior_margin": best[1], "require_name_match": best[2],
+                       "name_pairs": best[3]},
+            "train_objective": objective(table[point_name(best)], train),
+            "held_out": table[point_name(best)][held_out],
+            "held_out_before": table[before_name][held_out],
+            "held_out_dense": table["dense"][held_out]}
+    votes = Counter(tuple(f["chosen"].values()) for f in folds.values())
+    default = sorted(votes.items(), key=lambda item: (-item[1], item[0]))[0][0]
+    mean = {key: {m: statistics.fmean(f[key][m] for f in folds.values()) for m in folds[datasets[0]][key]}
+            for key in ("held_out", "held_out_before", "held_out_dense")}
+    report = {"base": args.base, "benchmark": benchmark.description, "chunks": len(nodes), "grid": grid,
+              "folds": folds, "mean_of_folds": mean,
+              "default": dict(zip(("lexical_weight", "prior_margin", "require_name_match", "name_pairs"), default)),
+              "per_point": table}
+    print(json.dumps({k: report[k] for k in ("base", "folds", "mean_of_folds", "default")}, indent=2))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

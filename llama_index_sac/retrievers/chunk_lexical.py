@@ -1,0 +1,105 @@
+"""A lexical score of the question against the candidate chunks: which clause of the document, not which document.
+
+The document prior finds the contract a query names; the gold clause is then often not the right document's top
+dense chunk. The words of the QUESTION ("... permit the Receiving Party to create a copy ...") say which clause, and
+a chunk that uses them is more likely the one asked about. :func:`lexical_scores` scores the candidate chunks the
+retriever already holds (no index of the store is needed) by BM25 of the question's words, each divided by the best
+candidate's score, so in [0, 1] and added with a small weight to the dense score
+(:class:`~llama_index_sac.retrievers.document_aware.DocumentAwareRetriever`'s ``lexical_weight``).
+
+The question is the query without what locates the document (:func:`question_tokens`): a leading clause ended by a
+semicolon that starts with a locating word ("Consider the Non-Disclosure Agreement between CEII and NDA; ..."), and
+the words that are distinctive names of the documents the query names. Those words are in many chunks of that
+document (parties are named throughout) and say nothing of the clause; left in, they favour the preamble.
+
+BM25 (Okapi, ``k1`` and ``b`` below, Lucene's idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``) is computed over the
+candidates only: the document frequencies are those of the ``N`` candidate chunks of this query, so a word every
+candidate shares (the document's own vocabulary) weighs little and a word few candidates use weighs much. Each
+distinct question word counts once. Words are :func:`~llama_index_sac.retrievers.document_names.word_tokens`
+(lower-cased, stop words out, no stemming). One pass over each candidate's text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from llama_index_sac.retrievers.document_names import word_tokens
+
+__all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_WEIGHT", "LOCATOR_WORDS", "lexical_scores", "question_text",
+           "question_tokens"]
+
+#: Weight of the lexical score in the fused score, in cosine units (0: off, the ranking of ``docs/results.md``
+#: section 6; section 6i holds the leave-one-dataset-out protocol that chooses it).
+DEFAULT_LEXICAL_WEIGHT = 0.0
+#: Okapi BM25 term-frequency saturation and length normalisation (the usual values).
+BM25_K1 = 1.5
+BM25_B = 0.75
+#: Words that open a leading clause locating the document ("Consider ...;", "In ...;", "Regarding ...;").
+LOCATOR_WORDS = ("consider", "in", "regarding", "under", "for", "about", "re", "per", "within", "from")
+# a leading locator clause: a locating word, then up to 400 characters without a semicolon or line break, then ";"
+_LOCATOR_RE = re.compile(r"\s*(?:" + "|".join(LOCATOR_WORDS) + r")\b[^;\n]{0,400};", re.IGNORECASE)
+
+
+def question_text(query: str) -> str:
+    """``query`` without a leading locator clause (module docstring); ``query`` itself when it has none, or when
+    nothing but blanks would be left.
+
+    Raises:
+        TypeError: ``query`` is not a str."""
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a str, got {type(query).__name__}")
+    match = _LOCATOR_RE.match(query)
+    if match is None or not query[match.end():].strip():
+        return query
+    return query[match.end():]
+
+
+def question_tokens(query: str, locator_names: Iterable[str] = ()) -> list[str]:
+    """The distinct words of the question (:func:`question_text`), in order, without ``locator_names`` (the
+    distinctive names of the documents the query names; pair tokens among them are ignored).
+
+    Raises:
+        TypeError: ``query`` is not a str."""
+    drop = set(locator_names)
+    seen: dict[str, None] = {}
+    for word in word_tokens(question_text(query)):
+        if word not in drop:
+            seen.setdefault(word)
+    return list(seen)
+
+
+def lexical_scores(question: Sequence[str], texts: Sequence[str]) -> np.ndarray:
+    """BM25 of the ``question`` words against each of ``texts`` (the candidates, module docstring), divided by the
+    largest: shape ``(len(texts),)``, in [0, 1]; all 0 when no candidate holds a question word (or no question word,
+    or no text).
+
+    Raises:
+        TypeError: a text is not a str."""
+    n = len(texts)
+    if n == 0 or not question:
+        return np.zeros(n, dtype=np.float64)
+    wanted = set(question)
+    counts: list[Counter[str]] = []
+    lengths = np.empty(n, dtype=np.float64)
+    df: Counter[str] = Counter()
+    for i, text in enumerate(texts):
+        words = word_tokens(text)
+        lengths[i] = len(words)
+        kept = Counter(w for w in words if w in wanted)
+        counts.append(kept)
+        df.update(kept.keys())
+    if not df:
+        return np.zeros(n, dtype=np.float64)
+    idf = {w: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for w, d in df.items()}
+    mean_length = float(lengths.mean()) or 1.0
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / mean_length)
+    scores = np.zeros(n, dtype=np.float64)
+    for i, kept in enumerate(counts):
+        scores[i] = sum(idf[w] * tf * (BM25_K1 + 1.0) / (tf + norm[i]) for w, tf in kept.items())
+    top = float(scores.max())
+    return scores / top if top > 0 else scores

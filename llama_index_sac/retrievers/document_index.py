@@ -1,0 +1,323 @@
+"""The document prior's index: each document's summary and distinctive names, and the prior of a query over them.
+
+:class:`DocumentIndex` holds, per document, the SAC summary and the distinctive names of its text
+(:mod:`.document_names`), with a BM25 index (bm25s) over each. The prior of a query is, per document,
+``(1 - name_weight) * S + name_weight * N``: ``S`` the BM25 match of the query's words against the summaries, ``N``
+that of its name tokens against the names, each divided by its maximum over the documents for this query (so in
+[0, 1]).
+
+**Only a match that stands out counts** (``prior_margin``, ``require_name_match``). Divided by its maximum, a weak or
+generic match still gives some document 1.0: a query that names no document ("Does the document permit ...") makes
+the summary most like its generic words (often the shortest summary of its kind, which BM25's length normalisation
+favours) a hub, lifted in every such query. So each part counts only when its best document's raw BM25 score is at
+least ``1 + prior_margin`` times the runner-up's (else that part is 0 for every document), and with
+``require_name_match`` the whole prior is 0 unless one of the query's name tokens is a distinctive name of some
+document. Both leave the prior of a query that names its document unchanged.
+
+:class:`~llama_index_sac.retrievers.document_aware.DocumentAwareRetriever` and
+:class:`~llama_index_sac.retrievers.postprocessor.DocumentAwarePostprocessor` fuse it with the chunk scores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
+
+from llama_index_sac._json_io import PersistedFileError, read_json
+from llama_index_sac._util import require_extra
+from llama_index_sac.documents import reconstruct_text
+from llama_index_sac.evaluation.locations import stored_nodes
+from llama_index_sac.retrievers.document_names import (
+    DEFAULT_MAX_DOCUMENT_FREQUENCY,
+    distinctive_names,
+    query_tokens,
+    word_tokens,
+)
+from llama_index_sac.summarizers.terms import TermStatistics
+
+__all__ = ["DEFAULT_NAME_PAIRS", "DEFAULT_NAME_WEIGHT", "DEFAULT_PRIOR_MARGIN", "DEFAULT_REQUIRE_NAME_MATCH",
+           "LOAD_MAX_BYTES", "MAX_NAME_OCCURRENCES", "PERSIST_FNAME", "DocumentIndex"]
+
+_FORMAT = "llama-index-sac/document-index/v3"
+# v1: summaries only; v2: summaries, names, name_weight (read as they ranked: no pairs, every match counts)
+_FORMATS = ("llama-index-sac/document-index/v1", "llama-index-sac/document-index/v2", _FORMAT)
+#: Defaults: ``name_weight`` chosen leave-one-dataset-out (``docs/results.md`` section 6b); the hub fix and the
+#: two-word names off, the prior of section 6 (section 6i holds the protocol that chooses them).
+DEFAULT_NAME_WEIGHT = 0.5
+DEFAULT_PRIOR_MARGIN = 0.0
+DEFAULT_REQUIRE_NAME_MATCH = False
+DEFAULT_NAME_PAIRS = False
+#: The most name occurrences (the sum of every document's counts) a :class:`DocumentIndex` accepts: its name index
+#: holds one token per occurrence, so the counts are checked before anything is allocated.
+MAX_NAME_OCCURRENCES = 1 << 24
+#: The largest file :meth:`DocumentIndex.load` reads, in bytes.
+LOAD_MAX_BYTES = 1 << 30
+#: File name of :meth:`DocumentIndex.persist` in a ``persist_dir`` (beside LlamaIndex's ``docstore.json``...).
+PERSIST_FNAME = "document_index.json"
+
+
+def _bm25(rows: list[list[str]]) -> Any:
+    bm25s = require_extra("bm25s", "bm25", "DocumentIndex")
+    quiet = logging.getLogger("bm25s")
+    if quiet.level == logging.DEBUG:  # bm25s sets its own logger to DEBUG on import: a line per index otherwise
+        quiet.setLevel(logging.WARNING)
+    index = bm25s.BM25()
+    index.index([row or ["\x00"] for row in rows], show_progress=False)  # an empty row would be dropped
+    return index
+
+
+def _scores(index: Any, tokens: list[str], n: int) -> np.ndarray:
+    """Raw BM25 scores of ``tokens`` over the ``n`` rows of ``index`` (all 0 without tokens)."""
+    if not tokens:
+        return np.zeros(n, dtype=np.float64)
+    return np.asarray(index.get_scores(tokens), dtype=np.float64)
+
+
+def _normalised(scores: np.ndarray, margin: float = 0.0) -> np.ndarray:
+    """``scores`` divided by their maximum; all 0 when nothing matches, or when the best score is below
+    ``1 + margin`` times the runner-up's (``margin > 0``: the match does not stand out)."""
+    top = float(scores.max()) if scores.size else 0.0
+    if top <= 0:
+        return np.zeros_like(scores)
+    if margin > 0 and scores.size > 1 and top < (1.0 + margin) * float(np.partition(scores, -2)[-2]):
+        return np.zeros_like(scores)
+    return scores / top
+
+
+def _document_texts(nodes: Iterable[BaseNode]) -> dict[str, str]:
+    """Each document's text rebuilt from its chunks by :func:`~llama_index_sac.documents.reconstruct_text`; when a
+    document's chunks lack exact offsets (or disagree), their texts joined by newlines in the order seen."""
+    chunks: dict[str, list[BaseNode]] = {}
+    for node in nodes:
+        if node.ref_doc_id is not None:
+            chunks.setdefault(node.ref_doc_id, []).append(node)
+    texts = {}
+    for doc_id, members in chunks.items():
+        try:
+            texts[doc_id] = reconstruct_text(doc_id, members)[0]
+        except ValueError:
+            texts[doc_id] = "\n".join(n.get_content(metadata_mode=MetadataMode.NONE) for n in members)
+    return texts
+
+
+class DocumentIndex:
+    """Per-document identity for the document prior: each document's summary and its distinctive names, with a
+    BM25 index over each (``bm25s``, the ``bm25`` extra).
+
+    ``prior(query) = (1 - name_weight) * s + name_weight * n``, where ``s`` is the BM25 score of the query's words
+    against the summaries and ``n`` that of its name tokens against the documents' distinctive names
+    (:mod:`.document_names`), each divided by its maximum over the documents for this query (so in
+    [0, 1]; 0 for every document when nothing matches, or when the match does not stand out: module docstring).
+    Without names (``names=None``) the prior is ``s``.
+
+    Args:
+        summaries: document id -> summary text (the SAC ``document_summary``; empty texts are kept, they never match).
+        names: document id -> {distinctive name: occurrences} (:func:`~llama_index_sac.retrievers.document_names.
+            distinctive_names` of the document's text), or None.
+        name_weight: share of the names in the prior, in [0, 1].
+        name_pairs: the names hold two-word names (``distinctive_names(..., pairs=True)``): the query's adjacent
+            name tokens are looked up as pairs too.
+        prior_margin: a part (summary, names) counts only when its best document's raw score is at least
+            ``1 + prior_margin`` times the runner-up's; >= 0 (0: every match counts).
+        require_name_match: the prior is 0 for every document unless a query name token is some document's
+            distinctive name (needs ``names``).
+
+    Raises:
+        TypeError: ``summaries`` or ``names`` of the wrong type.
+        ValueError: no document, a ``names`` id without a summary, ``name_weight`` outside [0, 1], ``prior_margin``
+            negative or not finite, ``require_name_match`` or ``name_pairs`` without names.
+    """
+
+    def __init__(self, summaries: Mapping[str, str], names: Mapping[str, Mapping[str, int]] | None = None, *,
+                 name_weight: float = DEFAULT_NAME_WEIGHT, name_pairs: bool = DEFAULT_NAME_PAIRS,
+                 prior_margin: float = DEFAULT_PRIOR_MARGIN,
+                 require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH) -> None:
+        if not isinstance(summaries, Mapping):
+            raise TypeError(f"summaries must be a mapping document id -> summary, got {type(summaries).__name__}")
+        for doc_id, summary in summaries.items():
+            if not isinstance(doc_id, str) or not isinstance(summary, str):
+                raise TypeError(f"summaries[{doc_id!r}] must map a str id to a str summary, got {summary!r:.60}")
+        if not summaries:
+            raise ValueError("DocumentIndex needs at least one document")
+        if isinstance(name_weight, bool) or not isinstance(name_weight, (int, float)) or not 0 <= name_weight <= 1:
+            raise ValueError(f"name_weight must be a number in [0, 1], got {name_weight!r}")
+        if (isinstance(prior_margin, bool) or not isinstance(prior_margin, (int, float))
+                or not (prior_margin >= 0 and math.isfinite(prior_margin))):
+            raise ValueError(f"prior_margin must be a finite number >= 0, got {prior_margin!r}")
+        for flag, value in (("name_pairs", name_pairs), ("require_name_match", require_name_match)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be a bool, got {value!r}")
+            if value and names is None:
+                raise ValueError(f"{flag}=True needs the documents' names (names=None)")
+        if names is not None:
+            if not isinstance(names, Mapping):
+                raise TypeError(f"names must be a mapping document id -> {{name: count}}, got {type(names).__name__}")
+            unknown = sorted(set(names) - set(summaries))
+            if unknown:
+                raise ValueError(f"names of documents without a summary: {unknown[:5]}")
+            for doc_id, counts in names.items():
+                if not isinstance(counts, Mapping) or not all(
+                        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v > 0
+                        for k, v in counts.items()):
+                    raise TypeError(f"names[{doc_id!r}] must map str names to counts >= 1")
+            total = sum(sum(counts.values()) for counts in names.values())
+            if total > MAX_NAME_OCCURRENCES:
+                raise ValueError(f"names hold {total} occurrences in all, more than {MAX_NAME_OCCURRENCES} (the "
+                                 "name index keeps one token per occurrence)")
+        self.doc_ids: list[str] = list(summaries)
+        self.summaries: dict[str, str] = dict(summaries)
+        self.names: dict[str, dict[str, int]] | None = (
+            None if names is None else {d: dict(names.get(d, {})) for d in self.doc_ids})
+        self.name_weight = float(name_weight)
+        self.name_pairs = name_pairs
+        self.prior_margin = float(prior_margin)
+        self.require_name_match = require_name_match
+        self._summary_bm25 = _bm25([word_tokens(self.summaries[d]) for d in self.doc_ids])
+        self._names_bm25 = None if self.names is None else _bm25(
+            [[name for name, count in sorted(self.names[d].items()) for _ in range(count)] for d in self.doc_ids])
+
+    @classmethod
+    def from_nodes(cls, nodes: Iterable[BaseNode | NodeWithScore], summary_key: str = "document_summary", *,
+                   names: bool = True, name_weight: float = DEFAULT_NAME_WEIGHT,
+                   statistics: TermStatistics | None = None,
+                   max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY,
+                   name_pairs: bool = DEFAULT_NAME_PAIRS, prior_margin: float = DEFAULT_PRIOR_MARGIN,
+                   require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH) -> DocumentIndex:
+        """The summaries carried by ``nodes`` (SAC chunks: per ``ref_doc_id``, the longest) and, with
+        ``names``, the distinctive names of each document's text rebuilt from its chunks (offset order, overlaps
+        read once; ``statistics``, ``max_document_frequency`` and ``name_pairs`` as in
+        :func:`~llama_index_sac.retrievers.document_names.distinctive_names`). No model call. Without ``names``,
+        ``name_pairs`` and ``require_name_match`` are off (there are no names to pair or match).
+
+        Raises:
+            ValueError: no node carries ``summary_key``; the constructor's errors."""
+        chunks = [item.node if isinstance(item, NodeWithScore) else item for item in nodes]
+        summaries: dict[str, str] = {}
+        for node in chunks:  # a document's longest summary: chunks may carry it trimmed to the embedding limit
+            doc_id, summary = node.ref_doc_id, node.metadata.get(summary_key)
+            if doc_id is not None and isinstance(summary, str) and len(summary) >= len(summaries.get(doc_id, " ")):
+                summaries[doc_id] = summary
+        if not summaries:
+            raise ValueError(f"no node carries metadata[{summary_key!r}] with a document id: were the nodes "
+                             "augmented by SummaryAugmentationTransformation?")
+        found = None
+        if names:
+            texts = _document_texts(node for node in chunks if node.ref_doc_id in summaries)
+            found = {doc_id: dict(distinctive_names(text, statistics=statistics,
+                                                    max_document_frequency=max_document_frequency,
+                                                    pairs=name_pairs))
+                     for doc_id, text in texts.items()}
+        return cls(summaries, found, name_weight=name_weight, name_pairs=bool(names and name_pairs),
+                   prior_margin=prior_margin, require_name_match=bool(names and require_name_match))
+
+    @classmethod
+    def from_source(cls, source: Any, summary_key: str = "document_summary", **options: Any) -> DocumentIndex:
+        """:meth:`from_nodes` over the nodes stored in a vector store (Chroma/Qdrant read in pages, any store
+        keeping nodes), a docstore or a ``VectorStoreIndex`` (see
+        :func:`~llama_index_sac.evaluation.locations.stored_nodes`)."""
+        return cls.from_nodes(stored_nodes(source), summary_key, **options)
+
+    # -- persistence -----------------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the summaries, names and options as JSON (the BM25 indexes are rebuilt on :meth:`load`).
+
+        The file is written beside ``path`` under a temporary name and then renamed over it, so a crash never leaves
+        a truncated index (an existing file stays as it was).
+
+        Returns:
+            The path written (``~`` expanded).
+
+        Raises:
+            OSError: the folder does not exist or cannot be written.
+        """
+        out = Path(path).expanduser()
+        data = json.dumps({"format": _FORMAT, **self.options(), "summaries": self.summaries, "names": self.names},
+                          ensure_ascii=False)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(data)
+            os.replace(tmp, out)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> DocumentIndex:
+        """Read a file written by :meth:`save`; a v2 file (no options but ``name_weight``) ranks as it did: no
+        pairs, every match counts; a summaries-only v1 file too.
+
+        Read by the bounded reader: a regular file of at most :data:`LOAD_MAX_BYTES` bytes, nested at most 64
+        levels; name counts are checked (:data:`MAX_NAME_OCCURRENCES`) before an index is built.
+
+        Raises:
+            ValueError: the file is not a document index (not a regular file, too large, not UTF-8 JSON, too deep,
+                another format, bad fields, too many name occurrences); the message names the file.
+            OSError: the file cannot be read (``FileNotFoundError``, ...).
+        """
+        try:
+            data = read_json(Path(path).expanduser(), expect=None, max_bytes=LOAD_MAX_BYTES)
+        except PersistedFileError as exc:
+            raise ValueError(f"{path}: not a document index file ({exc.problem})") from None
+        if not isinstance(data, dict) or data.get("format") not in _FORMATS:
+            raise ValueError(f"{path}: not a {_FORMAT} file")
+        try:
+            options = {key: data[key] for key in ("name_pairs", "prior_margin", "require_name_match") if key in data}
+            return cls(data["summaries"], data.get("names"), name_weight=data.get("name_weight", 0.0), **options)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: bad document index ({exc})") from exc
+
+    def persist(self, persist_dir: str | os.PathLike[str] = "./storage", fname: str = PERSIST_FNAME) -> Path:
+        """:meth:`save` into ``persist_dir`` beside a ``StorageContext.persist(persist_dir)`` (created if missing)."""
+        (folder := Path(persist_dir).expanduser()).mkdir(parents=True, exist_ok=True)
+        return self.save(folder / fname)
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: str | os.PathLike[str] = "./storage",
+                         fname: str = PERSIST_FNAME) -> DocumentIndex:
+        """:meth:`load` the index :meth:`persist` wrote into ``persist_dir`` (raises as :meth:`load` does)."""
+        return cls.load(Path(persist_dir).expanduser() / fname)
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def options(self) -> dict[str, Any]:
+        """The options that shape the prior: ``name_weight``, ``name_pairs``, ``prior_margin``,
+        ``require_name_match`` (what :meth:`save` writes beside the texts)."""
+        return {"name_weight": self.name_weight, "name_pairs": self.name_pairs, "prior_margin": self.prior_margin,
+                "require_name_match": self.require_name_match}
+
+    def names_of(self, doc_id: str) -> frozenset[str]:
+        """The distinctive names (pairs included) of one document; empty without names or for an unknown id."""
+        return frozenset(self.names.get(doc_id, ())) if self.names is not None else frozenset()
+
+    # -- scores ----------------------------------------------------------------------------------------------
+    def prior(self, query: str) -> np.ndarray:
+        """The document prior of ``query`` for every document (in ``doc_ids`` order), shape ``(len(self),)``, in
+        [0, 1] (class docstring)."""
+        n = len(self.doc_ids)
+        names = None
+        if self._names_bm25 is not None and (self.name_weight > 0 or self.require_name_match):
+            names = _scores(self._names_bm25, query_tokens(query, pairs=self.name_pairs), n)
+            if self.require_name_match and not (names > 0).any():
+                return np.zeros(n, dtype=np.float64)
+        prior = _normalised(_scores(self._summary_bm25, word_tokens(query), n), self.prior_margin)
+        if names is not None and self.name_weight > 0:
+            prior *= 1.0 - self.name_weight
+            prior += self.name_weight * _normalised(names, self.prior_margin)
+        return prior
+
+    def prior_of(self, query: str) -> dict[str, float]:
+        """:meth:`prior` as ``{doc_id: prior}`` for the documents with a positive prior."""
+        values = self.prior(query)
+        return {self.doc_ids[i]: float(values[i]) for i in np.flatnonzero(values > 0)}

@@ -1,0 +1,209 @@
+"""Within-document ranking: the question's BM25 over the candidates, the prior's hub fix, two-word names."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llama_index.core.schema import BaseNode, NodeWithScore
+
+from llama_index_sac import DocumentAwarePostprocessor, DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.retrievers.chunk_lexical import lexical_scores, question_text, question_tokens
+from llama_index_sac.retrievers.document_aware import DocumentIndex as ReExported
+from llama_index_sac.retrievers.document_index import _normalised
+from llama_index_sac.retrievers.document_names import distinctive_names, name_pairs, query_tokens
+from llama_index_sac.summarizers.terms import TermStatistics
+from tests.retrievers.test_document_retrieval import build, corpus
+from tests.retrievers.test_document_retrieval_api import QUESTION, Fixed, hits
+
+pytest.importorskip("bm25s")
+
+
+def test_the_document_index_keeps_its_import_path() -> None:
+    assert ReExported is DocumentIndex
+
+
+# -- the question -------------------------------------------------------------------------------------------------
+
+
+def test_the_question_loses_its_locator_clause_and_the_documents_names() -> None:
+    query = ("Consider the Non-Disclosure Agreement between CEII and NDA; Does the document permit the Receiving "
+             "Party to copy Confidential Information?")
+    assert question_text(query) == (" Does the document permit the Receiving Party to copy Confidential "
+                                    "Information?")
+    assert question_tokens(query) == ["does", "document", "permit", "receiving", "party", "copy", "confidential",
+                                      "information"]
+    # a name of the located document is dropped where the question repeats it; words appear once
+    assert question_tokens("In the Acme NDA; may Acme assign, assign?", {"acme", "acme_nda"}) == ["assign"]
+    assert question_text("Consider Keep;") == "Consider Keep;"  # nothing after it: the query is the question
+    assert question_text("What is consideration; and?") == "What is consideration; and?"  # no locating word first
+    assert question_text("how long is information kept secret?") == "how long is information kept secret?"
+
+
+def test_lexical_scores_are_bm25_over_the_candidates_hand_worked() -> None:
+    # N = 3 candidates, lengths 2, 1, 1 (mean 4/3); "copy" and "information" each in one: idf = ln(1 + 2.5 / 1.5)
+    # copy: tf 2, norm = 1.5 * (0.25 + 0.75 * 2 / (4/3)) = 2.0625 -> idf * 2 * 2.5 / 4.0625
+    # information: tf 1, norm = 1.5 * (0.25 + 0.75 * 0.75) = 1.21875 -> idf * 2.5 / 2.21875
+    got = lexical_scores(["copy", "information"], ["copy copy", "Information", "zebra"])
+    assert got.tolist() == pytest.approx([1.0, (2.5 / 2.21875) / (5 / 4.0625), 0.0], rel=1e-12)
+    assert got[1] == pytest.approx(0.915492957746, rel=1e-9)
+    assert lexical_scores(["absent"], ["copy", "zebra"]).tolist() == [0.0, 0.0]
+    assert lexical_scores([], ["copy"]).tolist() == [0.0]
+    assert lexical_scores(["copy"], []).shape == (0,)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab cd", max_size=30), max_size=6), st.lists(st.sampled_from(["ab", "cd", "abc"]),
+                                                                              max_size=3))
+def test_lexical_scores_are_in_0_1_with_maximum_1_or_all_zero(texts: list[str], question: list[str]) -> None:
+    got = lexical_scores(question, texts)
+    assert got.shape == (len(texts),) and ((got >= 0) & (got <= 1)).all()
+    assert got.size == 0 or got.max() in (0.0, 1.0)
+
+
+# -- the hub fix --------------------------------------------------------------------------------------------------
+
+HUB = {"hub": "Non-Disclosure Agreement", "kestrel": "Non-Disclosure Agreement between Kestrel Analytics and Marlow"}
+HUB_NAMES = {"hub": {}, "kestrel": {"kestrel": 3, "marlow": 2}}
+
+
+def test_the_margin_keeps_only_a_match_that_stands_out() -> None:
+    scores = np.array([2.0, 1.5, 0.0])
+    assert _normalised(scores).tolist() == [1.0, 0.75, 0.0]
+    assert _normalised(scores, 0.25).tolist() == [1.0, 0.75, 0.0]  # 2.0 >= 1.25 * 1.5
+    assert _normalised(scores, 0.5).tolist() == [0.0, 0.0, 0.0]  # 2.0 < 1.5 * 1.5
+    assert _normalised(np.array([3.0]), 5.0).tolist() == [1.0]  # one document: nothing to stand out from
+    assert _normalised(np.array([0.0, 0.0]), 0.5).tolist() == [0.0, 0.0]
+
+
+def test_a_generic_query_no_longer_makes_the_shortest_summary_a_hub() -> None:
+    generic = "Does the Non-Disclosure Agreement permit copies?"
+    before = DocumentIndex(HUB, HUB_NAMES).prior(generic)
+    assert before[0] == 0.5 and 0 < before[1] < 0.5  # no name matches, yet the short summary gets the top prior
+    assert DocumentIndex(HUB, HUB_NAMES, require_name_match=True).prior(generic).tolist() == [0.0, 0.0]
+    ratio = before[0] / before[1]  # the hub's summary score over the runner-up's
+    assert DocumentIndex(HUB, HUB_NAMES, prior_margin=ratio - 1 + 0.01).prior(generic).tolist() == [0.0, 0.0]
+    assert DocumentIndex(HUB, HUB_NAMES, prior_margin=ratio - 1 - 0.01).prior(generic).tolist() == before.tolist()
+    named = "Does Kestrel's Non-Disclosure Agreement permit copies?"
+    got = DocumentIndex(HUB, HUB_NAMES).prior(named)
+    assert got[1] == 1.0 and got[0] < 0.5
+    assert DocumentIndex(HUB, HUB_NAMES, require_name_match=True).prior(named).tolist() == got.tolist()
+    assert DocumentIndex(HUB, HUB_NAMES, require_name_match=True, prior_margin=10.0).prior(named).tolist() == [
+        0.0, 0.5]  # the summary part does not stand out 11 times over the runner-up's; the names part (its share) does
+
+
+def test_bad_hub_fix_settings_are_named() -> None:
+    with pytest.raises(ValueError, match="prior_margin must be a finite number >= 0"):
+        DocumentIndex(HUB, HUB_NAMES, prior_margin=-0.1)
+    with pytest.raises(ValueError, match="prior_margin"):
+        DocumentIndex(HUB, HUB_NAMES, prior_margin=math.inf)
+    with pytest.raises(ValueError, match="require_name_match=True needs the documents' names"):
+        DocumentIndex(HUB, require_name_match=True)
+    with pytest.raises(TypeError, match="name_pairs must be a bool"):
+        DocumentIndex(HUB, HUB_NAMES, name_pairs=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lexical_weight must be a finite number >= 0"):
+        DocumentAwareRetriever(build(corpus()), DocumentIndex(HUB, HUB_NAMES), lexical_weight=-1)
+
+
+# -- two-word names -----------------------------------------------------------------------------------------------
+
+TABLE = TermStatistics({"blue": 10, "apron": 10, "confidential": 90, "information": 90, "kestrel": 1,
+                        "receiving": 60}, 100)
+
+
+def test_two_common_words_rare_together_are_a_name() -> None:
+    text = ("Blue Apron and Kestrel Blue shall keep Confidential Information.\nBlue\tApron, Blue, Apron; "
+            "the Receiving Blue Apron")
+    assert name_pairs("Blue Apron Holdings.\nBlue, Apron") == [("blue", "apron"), ("apron", "holdings")]
+    # limit = 2 documents: blue, apron (10 each) are not distinctive alone; 10 * 10 / 100 = 1 < 2: the pair is.
+    # confidential_information: 90 * 90 / 100 >= 2; kestrel_blue: kestrel is distinctive alone (1 < 2): no pair;
+    # receiving_blue: 60 * 10 / 100 = 6 >= 2
+    found = distinctive_names(text, statistics=TABLE, pairs=True)
+    assert found == {"blue_apron": 3, "kestrel": 1}
+    assert distinctive_names(text, statistics=TABLE) == {"kestrel": 1}
+    assert query_tokens("Blue Apron's NDA", pairs=True) == ["blue", "apron", "nda", "blue_apron"]
+    assert query_tokens("Blue Apron's NDA") == ["blue", "apron", "nda"]
+
+
+def test_a_two_word_name_finds_its_document() -> None:
+    summaries = {"apron": "Services Agreement", "other": "Services Agreement with Blue Ocean and Red Apron"}
+    names = {"apron": {"blue_apron": 4}, "other": {}}
+    # the summaries: only "other" holds "blue" and "apron" (summary part 1.0); the names: only the pair matches
+    query = "Consider Blue Apron; who pays?"
+    assert DocumentIndex(summaries, names, name_pairs=True).prior_of(query) == {"apron": 0.5, "other": 0.5}
+    assert DocumentIndex(summaries, names).prior_of(query) == {"other": 0.5}
+
+
+# -- persistence --------------------------------------------------------------------------------------------------
+
+
+def test_the_options_are_persisted_and_a_v2_file_ranks_as_it_did(tmp_path: Path) -> None:
+    index = DocumentIndex(HUB, HUB_NAMES, name_weight=0.25, name_pairs=True, prior_margin=0.5,
+                          require_name_match=True)
+    saved = json.loads(index.save(tmp_path / "v3.json").read_text())
+    assert saved["format"] == "llama-index-sac/document-index/v3"
+    loaded = DocumentIndex.load(tmp_path / "v3.json")
+    assert loaded.options() == index.options() == {"name_weight": 0.25, "name_pairs": True, "prior_margin": 0.5,
+                                                   "require_name_match": True}
+    assert loaded.names == index.names and loaded.summaries == index.summaries
+    v2 = {"format": "llama-index-sac/document-index/v2", "summaries": HUB, "names": HUB_NAMES, "name_weight": 0.5}
+    (tmp_path / "v2.json").write_text(json.dumps(v2))
+    old = DocumentIndex.load(tmp_path / "v2.json")
+    assert old.options() == {"name_weight": 0.5, "name_pairs": False, "prior_margin": 0.0,
+                             "require_name_match": False}
+    generic = "Does the Non-Disclosure Agreement permit copies?"
+    assert old.prior(generic).tolist() == DocumentIndex(HUB, HUB_NAMES).prior(generic).tolist()
+
+
+# -- the retriever ------------------------------------------------------------------------------------------------
+
+
+def test_the_question_words_lift_the_clause_inside_the_document() -> None:
+    # dense: the Osprey notice 0.50, the Osprey clause 0.49; the question "how long is information kept secret?"
+    # matches the clause ("information", "secret") and not the notice: lexical 1.0 and 0.0
+    found = hits(("nda-osprey.txt#1", 0.50), ("nda-osprey.txt#0", 0.49))
+    documents = DocumentIndex.from_nodes(corpus())
+    plain = DocumentAwareRetriever(Fixed(found), documents, prior_weight=0.0, similarity_top_k=2)
+    assert [h.node.node_id for h in plain.retrieve(QUESTION)] == ["nda-osprey.txt#1", "nda-osprey.txt#0"]
+    lexical = DocumentAwareRetriever(Fixed(found), documents, prior_weight=0.0, lexical_weight=0.05,
+                                     similarity_top_k=2)
+    ranked = [(h.node.node_id, round(h.score or 0.0, 9)) for h in lexical.retrieve(QUESTION)]
+    assert ranked == [("nda-osprey.txt#0", 0.54), ("nda-osprey.txt#1", 0.5)]
+    post = DocumentAwarePostprocessor(documents, prior_weight=0.0, lexical_weight=0.05)
+    assert [(h.node.node_id, round(h.score or 0.0, 9)) for h in post.postprocess_nodes(
+        [NodeWithScore(node=h.node, score=h.score) for h in found], query_str=QUESTION)] == ranked
+
+
+def test_aretrieve_equals_retrieve_with_every_new_option() -> None:
+    index = build(corpus())
+    documents = DocumentIndex.from_nodes(corpus(), name_pairs=True, prior_margin=0.5, require_name_match=True)
+    aware = DocumentAwareRetriever(index, documents, similarity_top_k=4, prior_weight=0.1, lexical_weight=0.05)
+    for query in (QUESTION, "how long is information kept secret?"):
+        sync = [(h.node.node_id, h.score) for h in aware.retrieve(query)]
+
+        async def main(text: str = query) -> list[NodeWithScore]:
+            return await aware.aretrieve(text)
+
+        assert [(h.node.node_id, h.score) for h in asyncio.run(main())] == sync and len(sync) == 4
+
+
+def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
+    from llama_index_sac.apps.benchmark.config import parse_config
+    from llama_index_sac.apps.benchmark.factories import build_retriever
+    from tests.conftest import FakeEmbedding
+
+    config = parse_config("default:document_retrieval.lexical_weight=0.05,document_retrieval.prior_margin=0.5,"
+                          "document_retrieval.require_name_match=true,document_retrieval.name_pairs=true")
+    nodes: list[BaseNode] = list(corpus())
+    retriever = build_retriever(config, nodes, FakeEmbedding(), 4)
+    assert isinstance(retriever, DocumentAwareRetriever) and retriever.lexical_weight == 0.05
+    assert retriever.document_index.options() == {"name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5,
+                                                   "require_name_match": True}
+    with pytest.raises(ValueError, match="lexical_weight"):
+        parse_config("default:document_retrieval.lexical_weight=-1")
