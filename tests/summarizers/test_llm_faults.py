@@ -313,17 +313,17 @@ def test_cancelling_the_caller_cancels_the_window_requests() -> None:
     with OpenAIStandIn(default=answer(delay=0.3)) as server:
         summarizer = _summarizer(server, max_input_chars=200)
 
-        async def run() -> float:
+        async def run() -> None:
             task = asyncio.ensure_future(summarizer.asummarize(text, limiter=asyncio.Semaphore(2)))
             while not server.received:
                 await asyncio.sleep(0.01)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            returned = time.monotonic()
             await asyncio.sleep(0.8)  # the loop runs on: a request left running would reach the server now
-            return returned
 
-        returned = asyncio.run(asyncio.wait_for(run(), timeout=10))
+        asyncio.run(asyncio.wait_for(run(), timeout=10))
         received = list(server.received)
-    assert 1 <= len(received) <= 2 and all(r.time <= returned for r in received)
+    # the two requests the limiter lets out may both reach the server (the second can be in flight when the task is
+    # cancelled); a window request left running after the cancel would be a third, 0.3 s later, well within 0.8 s
+    assert 1 <= len(received) <= 2
