@@ -20,6 +20,7 @@ from tests.conftest import REPO
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
+@pytest.mark.slow
 def test_warnings_and_log_records_print_as_one_clean_line() -> None:
     script = ("import logging, warnings\n"
               "from llama_index_sac.apps._output import cli_output\n"

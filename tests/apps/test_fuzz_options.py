@@ -100,6 +100,7 @@ def check(result: Any, loaded: Loaded) -> str:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
 @given(st.lists(specs, min_size=1, max_size=2))
 def test_any_configuration_spec_runs_or_is_one_error_line_before_the_model(fake_models: Loaded, spec_list: list[str]
                                                                            ) -> None:
@@ -139,6 +140,7 @@ INGEST_VALUES: dict[str, st.SearchStrategy[Any]] = {
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(sorted(INGEST_VALUES)), st.just(None), max_size=5).flatmap(
     lambda chosen: st.fixed_dictionaries({name: INGEST_VALUES[name] for name in chosen})))
+@pytest.mark.slow
 def test_any_ingest_options_build_the_steps_or_are_one_error_line(monkeypatch: pytest.MonkeyPatch,
                                                                  options: dict[str, Any]) -> None:
     assert set(INGEST_VALUES) <= set(OPTIONS)
@@ -198,6 +200,7 @@ def _components_work(config: Any, tmp: str) -> None:
     assert retriever.retrieve("Which law governs the Acme agreement?")
 
 
+@pytest.mark.slow
 def test_every_configuration_key_at_its_edges_is_refused_up_front_or_works(monkeypatch: pytest.MonkeyPatch,
                                                                            tmp_path: Path) -> None:
     """Each key of the configuration (every kind's options), at the edges of numbers and strings, in a plain, a SAC

@@ -205,6 +205,7 @@ def _rows(store: NumpyVectorStore) -> dict[str, tuple[list[float], dict[str, Any
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_workers", [None, 2])
 def test_a_failed_summary_recovers_with_a_docstore_and_vector_store(tmp_path: Path, num_workers: int | None) -> None:
     (tmp_path / "down").touch()
@@ -289,6 +290,7 @@ def test_an_empty_cached_summary_is_a_miss(tmp_path: Path) -> None:
     assert calls(tmp_path) == 1 and out[0].metadata["document_summary"].startswith("Summary:")
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_a_per_document_fault(tmp_path: Path) -> None:
     """RLIMIT_FSIZE stands in for a full disk (writes fail with EFBIG), in a child process."""
     script = textwrap.dedent(f"""

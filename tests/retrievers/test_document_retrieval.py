@@ -182,6 +182,7 @@ def test_summaries_can_be_kept_out_of_the_embedding_for_the_document_index() -> 
     assert DocumentIndex.from_nodes(plain).summaries["nda.txt"].startswith("Mutual Non-Disclosure Agreement")
 
 
+@pytest.mark.slow
 def test_the_runner_offers_it_and_weight_zero_is_plain_sac(tmp_path: Path) -> None:
     from llama_index_sac import synthetic_contracts
     from llama_index_sac.apps.benchmark.config import EvaluationSetupError, RunSettings, parse_config

@@ -309,6 +309,7 @@ def test_run_settings_are_validated():
             RunSettings(**bad)
 
 
+@pytest.mark.slow
 def test_runner_results_and_embedding_cache(tmp_path):
     bench = synthetic_contracts(n_documents=4)
     embed = FakeEmbedding()
@@ -467,6 +468,7 @@ def test_empty_tests_list_leaves_no_output(tmp_path):
         (lambda data: bytes(range(256)) * 8, "corpus archive not a readable tar archive"),
     ],
 )
+@pytest.mark.slow
 def test_damaged_corpus_archive_from_the_entry_point(tmp_path, damage, why):
     root = _legalbench_dir(tmp_path / "d", archive=True)
     archive = root / "corpus.tar.xz"
@@ -522,6 +524,7 @@ def test_unknown_dataset_error(tmp_path):
     assert "available are contractnli, cuad, maud, privacy_qa" in result.output
 
 
+@pytest.mark.slow
 def test_embedding_model_that_cannot_load_offline_is_a_clean_error(tmp_path):
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by conftest: nothing may be downloaded
     result = runner.invoke(

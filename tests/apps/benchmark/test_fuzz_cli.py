@@ -124,6 +124,7 @@ results_like = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.one_of(results_like.map(json.dumps).map(str.encode), st.binary(max_size=60)), st.booleans())
 def test_report_of_random_files_exits_0_or_one_error_line(content, markdown):

@@ -114,6 +114,7 @@ def run(tmp_path_factory):
     return bench, results
 
 
+@pytest.mark.slow
 @requires_chromium
 def test_page_rendered_in_chromium(run, tmp_path):
     bench, results = run

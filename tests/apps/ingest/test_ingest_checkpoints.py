@@ -86,6 +86,7 @@ def killed_run(docs: Path, spec: str, sig: int, after: int) -> tuple[list[str], 
 @pytest.mark.parametrize(("kind", "sig"), [("chroma", signal.SIGKILL),
                                            pytest.param("qdrant", signal.SIGKILL, marks=pytest.mark.slow),
                                            pytest.param("qdrant", signal.SIGINT, marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_a_killed_run_loses_only_the_documents_in_flight(kind: str, sig: int, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     texts = write_contracts(docs, 24)

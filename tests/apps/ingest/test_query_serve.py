@@ -124,6 +124,7 @@ def test_bad_questions_and_k_are_one_error_before_the_model_loads(store: str, tm
         check_question("a\ud800")
 
 
+@pytest.mark.slow
 def test_non_utf8_argv_in_a_real_process(store: str) -> None:
     result = subprocess.run([sys.executable, "-m", "llama_index_sac.apps.cli", "query", b"caf\xe9",
                              "--vector-store", store, "--no-progress"], capture_output=True, env=ENV, timeout=300)
@@ -251,6 +252,7 @@ def _http_rows(spec: StoreSpec) -> list[str]:
         client.close()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_serve_answers_over_http_and_stops_on_sigint(store: str) -> None:
     server = Server([sys.executable, "-c", _LAUNCHER, store, ""], ignore_sigint=True)  # as a shell's `serve &`
     try:
@@ -326,6 +328,7 @@ def chroma_server(tmp_path: Path) -> Iterator[str]:
         process.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_chroma_server_as_the_store(chroma_server: str, tmp_path: Path) -> None:
     docs, state = tmp_path / "docs", str(tmp_path / "state")
     texts = write_contracts(docs, 4)

@@ -40,6 +40,7 @@ def test_ingest_with_an_unreachable_ray_address_is_one_error(tmp_path: Path, mon
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.slow
 def test_a_ray_whose_import_raises_is_one_error_line(tmp_path: Path) -> None:
     fake = tmp_path / "site" / "ray"
     fake.mkdir(parents=True)
