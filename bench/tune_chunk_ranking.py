@@ -56,17 +56,20 @@ from llama_index_sac.retrievers.fusion import fuse, lexical_bonus
 
 LEXICAL_WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2)
 #: (prior_margin, require_name_match): off, a margin, a name match, both.
-HUB_FIXES = ((0.0, False), (0.5, False), (0.0, True), (0.5, True))
+# require_name_match=True was in the first grid (section 6i); no fold chose it, and the second grid leaves it out
+HUB_FIXES = ((0.0, False), (0.5, False))
+LEXICAL_SCOPES = ("candidates", "located")
 NAME_PAIRS = (False, True)
 BASES = {"default": "default", "sac": "sac-doc"}
 METRICS = ("drm", "precision", "recall")
+OPTIONS = ("lexical_weight", "lexical_scope", "prior_margin", "require_name_match", "name_pairs")
 
-Point = tuple[float, float, bool, bool]  # lexical_weight, prior_margin, require_name_match, name_pairs
+Point = tuple[float, str, float, bool, bool]  # the values of OPTIONS
 
 
 def point_name(point: Point) -> str:
-    lexical, margin, match, pairs = point
-    return f"l{lexical}-m{margin}-r{int(match)}-p{int(pairs)}"
+    lexical, scope, margin, match, pairs = point
+    return f"l{lexical}-{scope[0]}-m{margin}-r{int(match)}-p{int(pairs)}"
 
 
 class _Remembered:
@@ -103,9 +106,10 @@ class RememberingRetriever(DocumentAwareRetriever):
         if self.lexical_weight > 0:
             located = self._top(prior, max(1, self.focus_documents))
             names = frozenset().union(*(self.document_index.names_of(d) for d in located))
-            key = (query, tuple(h.node.node_id for h in hits), names)
+            scope = located if self.lexical_scope == "located" and prior else None
+            key = (query, tuple(h.node.node_id for h in hits), names, tuple(scope or ()))
             if key not in self.lexical_memory:
-                self.lexical_memory[key] = lexical_bonus(hits, query, 1.0, names)
+                self.lexical_memory[key] = lexical_bonus(hits, query, 1.0, names, scope)
             bonus = {node_id: self.lexical_weight * value for node_id, value in self.lexical_memory[key].items()}
         return fuse(hits, prior, self.prior_weight, self.similarity_top_k, bonus)
 
@@ -176,24 +180,27 @@ def main() -> None:
         documents_index = DocumentIndex.from_nodes(
             nodes, name_weight=dr.name_weight, max_document_frequency=dr.max_name_frequency, name_pairs=pairs,
             prior_margin=margin, require_name_match=match)
-        for lexical in LEXICAL_WEIGHTS:
-            point = (lexical, margin, match, pairs)
+        for lexical, scope in itertools.product(LEXICAL_WEIGHTS, LEXICAL_SCOPES):
+            if lexical == 0 and scope != LEXICAL_SCOPES[0]:
+                continue  # no lexical score: the scope changes nothing
+            point = (lexical, scope, margin, match, pairs)
             clock = time.perf_counter()
             table[point_name(point)] = evaluate(RememberingRetriever(
                 index, documents_index, similarity_top_k=top_k, candidate_top_k=dr.candidate_top_k,
-                prior_weight=dr.prior_weight, focus_documents=dr.focus_documents, lexical_weight=lexical))
+                prior_weight=dr.prior_weight, focus_documents=dr.focus_documents, lexical_weight=lexical,
+                lexical_scope=scope))
             grid.append(point)
             print(f"{point_name(point)}: objective {objective(table[point_name(point)], list(table['dense'])):.4f} "
                   f"({time.perf_counter() - clock:.1f} s)")
-    before_name = point_name((0.0, 0.0, False, False))  # the ranking of the package before these options
+    before_name = point_name((0.0, LEXICAL_SCOPES[0], 0.0, False, False))  # the ranking before these options
     datasets = list(table["dense"])
     folds: dict[str, Any] = {}
     for held_out in datasets:
         train = [d for d in datasets if d != held_out]
-        best = max(grid, key=lambda p: (objective(table[point_name(p)], train), -p[0], -p[1], -p[2], -p[3]))
+        best = max(grid, key=lambda p: (objective(table[point_name(p)], train), -p[0], p[1] == "located", -p[2],
+                                        -p[3], -p[4]))
         folds[held_out] = {
-            "chosen": {"lexical_weight": best[0], "prior_margin": best[1], "require_name_match": best[2],
-                       "name_pairs": best[3]},
+            "chosen": dict(zip(OPTIONS, best)),
             "train_objective": objective(table[point_name(best)], train),
             "held_out": table[point_name(best)][held_out],
             "held_out_before": table[before_name][held_out],
@@ -204,7 +211,7 @@ def main() -> None:
             for key in ("held_out", "held_out_before", "held_out_dense")}
     report = {"base": args.base, "benchmark": benchmark.description, "chunks": len(nodes), "grid": grid,
               "folds": folds, "mean_of_folds": mean,
-              "default": dict(zip(("lexical_weight", "prior_margin", "require_name_match", "name_pairs"), default)),
+              "default": dict(zip(OPTIONS, default)),
               "per_point": table}
     print(json.dumps({k: report[k] for k in ("base", "folds", "mean_of_folds", "default")}, indent=2))
     if args.json:

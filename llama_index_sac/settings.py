@@ -43,7 +43,7 @@ from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.semantic import BreakpointMethod
-from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT
+from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_SCOPE, DEFAULT_LEXICAL_WEIGHT, LexicalScope
 from llama_index_sac.retrievers.document_aware import (
     DEFAULT_CANDIDATE_TOP_K,
     DEFAULT_FOCUS_DOCUMENTS,
@@ -340,6 +340,9 @@ class DocumentRetrievalSettings(BaseModel):
                                      description="The prior is 0 unless a query name is some document's name.")
     lexical_weight: float = Field(default=DEFAULT_LEXICAL_WEIGHT, ge=0.0, allow_inf_nan=False,
                                   description="Weight of the question's BM25 over the candidate chunks.")
+    lexical_scope: LexicalScope = Field(
+        default=DEFAULT_LEXICAL_SCOPE, description="The candidates the question's BM25 ranks: those of the located "
+        "documents (all when none is located), or every candidate.")
 
 
 # -- embedding models --------------------------------------------------------------------------------------------

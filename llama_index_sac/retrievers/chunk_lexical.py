@@ -25,17 +25,25 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Literal, get_args
 
 import numpy as np
 
 from llama_index_sac.retrievers.document_names import word_tokens
 
-__all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_WEIGHT", "LOCATOR_WORDS", "lexical_scores", "question_text",
-           "question_tokens"]
+__all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_SCOPE", "DEFAULT_LEXICAL_WEIGHT", "LEXICAL_SCOPES", "LOCATOR_WORDS",
+           "LexicalScope", "lexical_scores", "question_text", "question_tokens"]
 
 #: Weight of the lexical score in the fused score, in cosine units (0: off, the ranking of ``docs/results.md``
 #: section 6; section 6i holds the leave-one-dataset-out protocol that chooses it).
 DEFAULT_LEXICAL_WEIGHT = 0.0
+#: Which candidates the lexical score ranks: ``"located"``, the chunks of the documents the prior located (the
+#: top-prior documents, as many as the focus documents and at least one; every candidate when the prior located
+#: none), so that the question's words cannot lift another contract's chunk over the located one's; or
+#: ``"candidates"``, every candidate. Chosen like the weight (section 6i of ``docs/results.md``).
+LexicalScope = Literal["located", "candidates"]
+LEXICAL_SCOPES: tuple[LexicalScope, ...] = get_args(LexicalScope)
+DEFAULT_LEXICAL_SCOPE: LexicalScope = "located"
 #: Okapi BM25 term-frequency saturation and length normalisation (the usual values).
 BM25_K1 = 1.5
 BM25_B = 0.75

@@ -65,7 +65,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.embeddings.default import default_embedding_model, embedding_from_identity, is_default_model
 from llama_index_sac.embeddings.model import embedding_identity
-from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT
+from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_SCOPE, DEFAULT_LEXICAL_WEIGHT, LEXICAL_SCOPES
 from llama_index_sac.retrievers.document_index import (  # re-exported: the import path of 0.1
     DEFAULT_NAME_WEIGHT,
     LOAD_MAX_BYTES,
@@ -103,12 +103,15 @@ class DocumentAwareRetriever(BaseRetriever):
             fetched (at least ``similarity_top_k``). prior_weight: weight of the prior (cosine units for a vector
             index; 0: the wrapped retrieval). focus_documents: top-prior documents that also get a dense query
             filtered to each; None: 2 for a vector index, 0 otherwise. lexical_weight: weight of the question's
-            BM25 over the candidates (module docstring; same units as ``prior_weight``; 0: off). doc_id_key: the
+            BM25 over the candidates (module docstring; same units as ``prior_weight``; 0: off). lexical_scope:
+            ``"located"`` (the chunks of the located documents, :data:`~.chunk_lexical.LEXICAL_SCOPES`) or
+            ``"candidates"`` (every candidate). doc_id_key: the
             metadata key the store filters document ids on. filters: metadata filters of every dense query.
 
     Raises:
         ValueError: a count below 1 (``focus_documents`` below 0, or above 0 for a retriever that cannot be
-            filtered), a ``prior_weight`` or ``lexical_weight`` negative or not finite; at retrieval, a blank query
+            filtered), a ``prior_weight`` or ``lexical_weight`` negative or not finite, an unknown
+            ``lexical_scope``; at retrieval, a blank query
             without an embedding.
         TypeError: ``document_index`` is not a :class:`DocumentIndex`, or ``index`` neither an index nor a retriever.
 
@@ -119,7 +122,8 @@ class DocumentAwareRetriever(BaseRetriever):
     def __init__(self, index: VectorStoreIndex | BaseRetriever | None, document_index: DocumentIndex, *,
                  similarity_top_k: int = 10, candidate_top_k: int = DEFAULT_CANDIDATE_TOP_K,
                  prior_weight: float = DEFAULT_PRIOR_WEIGHT, focus_documents: int | None = None,
-                 lexical_weight: float = DEFAULT_LEXICAL_WEIGHT, doc_id_key: str = "ref_doc_id",
+                 lexical_weight: float = DEFAULT_LEXICAL_WEIGHT, lexical_scope: str = DEFAULT_LEXICAL_SCOPE,
+                 doc_id_key: str = "ref_doc_id",
                  filters: MetadataFilters | None = None,
                  callback_manager: CallbackManager | None = None) -> None:
         wrapped: BaseRetriever | None = None
@@ -143,6 +147,8 @@ class DocumentAwareRetriever(BaseRetriever):
             if (isinstance(weight, bool) or not isinstance(weight, (int, float))
                     or not (weight >= 0 and math.isfinite(weight))):
                 raise ValueError(f"{name} must be a finite number >= 0, got {weight!r}")
+        if lexical_scope not in LEXICAL_SCOPES:
+            raise ValueError(f"lexical_scope must be one of {', '.join(LEXICAL_SCOPES)}, got {lexical_scope!r}")
         if not isinstance(document_index, DocumentIndex):
             raise TypeError(f"document_index must be a DocumentIndex, got {type(document_index).__name__}")
         super().__init__(callback_manager=callback_manager)
@@ -154,6 +160,7 @@ class DocumentAwareRetriever(BaseRetriever):
         self.prior_weight = float(prior_weight)
         self.focus_documents = focus_documents
         self.lexical_weight = float(lexical_weight)
+        self.lexical_scope = lexical_scope
         self.doc_id_key = doc_id_key
         self.filters = filters
 
@@ -227,7 +234,8 @@ class DocumentAwareRetriever(BaseRetriever):
         if self.lexical_weight > 0:
             located = self._top(prior, max(1, self.focus_documents))
             names = frozenset().union(*(self.document_index.names_of(d) for d in located))
-            bonus = lexical_bonus(hits, query, self.lexical_weight, names)
+            scope = located if self.lexical_scope == "located" and prior else None
+            bonus = lexical_bonus(hits, query, self.lexical_weight, names, scope)
         return fuse(hits, prior, self.prior_weight, self.similarity_top_k, bonus)
 
     def _stale(self, doc_id: str, hits: list[NodeWithScore]) -> None:

@@ -16,7 +16,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT
+from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_SCOPE, DEFAULT_LEXICAL_WEIGHT, LexicalScope
 from llama_index_sac.retrievers.document_aware import DEFAULT_PRIOR_WEIGHT
 from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.fusion import fuse, lexical_bonus
@@ -45,6 +45,9 @@ class DocumentAwarePostprocessor(BaseNodePostprocessor):
                                 description="Weight of the document prior, in the units of the chunks' scores.")
     lexical_weight: float = Field(default=DEFAULT_LEXICAL_WEIGHT, ge=0.0,
                                   description="Weight of the question's BM25 over the chunks, in the same units.")
+    lexical_scope: LexicalScope = Field(
+        default=DEFAULT_LEXICAL_SCOPE, description="The chunks the lexical score ranks: those of the document the "
+        "prior located (every chunk when it located none), or every chunk.")
     top_n: int | None = Field(default=None, ge=1, description="Chunks kept after re-ranking (None: all).")
 
     _document_index: DocumentIndex = PrivateAttr()
@@ -80,5 +83,6 @@ class DocumentAwarePostprocessor(BaseNodePostprocessor):
         if self.lexical_weight > 0:
             located = min(prior, key=lambda d: (-prior[d], d)) if prior else None
             names = self._document_index.names_of(located) if located is not None else frozenset()
-            bonus = lexical_bonus(nodes, query, self.lexical_weight, names)
+            scope = [located] if located is not None and self.lexical_scope == "located" else None
+            bonus = lexical_bonus(nodes, query, self.lexical_weight, names, scope)
         return fuse(nodes, prior, self.prior_weight, self.top_n, bonus)

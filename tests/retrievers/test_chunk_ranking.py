@@ -180,6 +180,32 @@ def test_the_question_words_lift_the_clause_inside_the_document() -> None:
         [NodeWithScore(node=h.node, score=h.score) for h in found], query_str=QUESTION)] == ranked
 
 
+def test_the_lexical_score_ranks_only_the_located_documents_chunks_by_default() -> None:
+    # the boilerplate clause is in every contract: Kestrel's copy (dense 0.495) would take the top over Osprey's
+    # (0.49) once both get the question's full lexical score; scoped to the located Osprey, only Osprey's gets it
+    found = hits(("nda-osprey.txt#1", 0.50), ("nda-kestrel.txt#0", 0.495), ("nda-osprey.txt#0", 0.49))
+    from llama_index_sac.retrievers.fusion import lexical_bonus
+
+    assert lexical_bonus(found, QUESTION, 0.05) == pytest.approx({"nda-kestrel.txt#0": 0.05, "nda-osprey.txt#0": 0.05})
+    assert lexical_bonus(found, QUESTION, 0.05, scope=["nda-osprey.txt"]) == {"nda-osprey.txt#0": 0.05}
+    documents = DocumentIndex.from_nodes(corpus())
+    assert documents.prior_of(QUESTION)["nda-osprey.txt"] == 1.0
+
+    def ranked(scope: str) -> list[str]:
+        retriever = DocumentAwareRetriever(Fixed(found), documents, prior_weight=0.001, lexical_weight=0.05,
+                                           lexical_scope=scope, similarity_top_k=3)
+        return [h.node.node_id for h in retriever.retrieve(QUESTION)]
+
+    assert ranked("candidates")[0] == "nda-kestrel.txt#0"
+    assert ranked("located") == ["nda-osprey.txt#0", "nda-osprey.txt#1", "nda-kestrel.txt#0"]
+    assert DocumentAwareRetriever(Fixed(found), documents).lexical_scope == "located"
+    with pytest.raises(ValueError, match="lexical_scope must be one of located, candidates"):
+        DocumentAwareRetriever(Fixed(found), documents, lexical_scope="document")
+    post = DocumentAwarePostprocessor(documents, prior_weight=0.001, lexical_weight=0.05)
+    assert [h.node.node_id for h in post.postprocess_nodes(
+        [NodeWithScore(node=h.node, score=h.score) for h in found], query_str=QUESTION)] == ranked("located")
+
+
 def test_aretrieve_equals_retrieve_with_every_new_option() -> None:
     index = build(corpus())
     documents = DocumentIndex.from_nodes(corpus(), name_pairs=True, prior_margin=0.5, require_name_match=True)
@@ -205,5 +231,10 @@ def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
     assert isinstance(retriever, DocumentAwareRetriever) and retriever.lexical_weight == 0.05
     assert retriever.document_index.options() == {"name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5,
                                                    "require_name_match": True}
+    assert retriever.lexical_scope == "located"
+    scoped = parse_config("default:document_retrieval.lexical_scope=candidates")
+    assert build_retriever(scoped, nodes, FakeEmbedding(), 4).lexical_scope == "candidates"  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="lexical_weight"):
         parse_config("default:document_retrieval.lexical_weight=-1")
+    with pytest.raises(ValueError, match="lexical_scope"):
+        parse_config("default:document_retrieval.lexical_scope=everything")
