@@ -32,6 +32,7 @@ from llama_index_sac.embeddings.model import (
     EmbeddingModelError,
     torch_embedding_model,
 )
+from llama_index_sac.embeddings.onnx_export import GRAPH_IDENTITIES
 
 __all__ = ["EMBED_BACKENDS", "EMBED_PRECISIONS", "EmbedBackend", "EmbeddingBackendOptions", "OfferedPrecision",
            "default_embedding_model", "embedding_from_identity", "is_default_model"]
@@ -142,7 +143,8 @@ def is_default_model(embed_model: BaseEmbedding) -> bool:
     kind = embed_model.class_name()
     if str(embed_model.model_name) not in DEFAULT_MODEL_ALIASES or kind not in _RUNTIME_CLASSES:
         return False
-    return kind == "HuggingFaceEmbedding" or getattr(embed_model, "precision", None) in EMBED_PRECISIONS
+    return kind == "HuggingFaceEmbedding" or (getattr(embed_model, "precision", None) in EMBED_PRECISIONS
+                                              and getattr(embed_model, "graph_identity", None) in _GRAPHS)
 
 
 def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
@@ -150,21 +152,24 @@ def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
     serialize their model as its identity (``to_dict()``, pickle) instead of carrying its weights.
 
     Args:
-        identity: ``{"class_name": ..., "model_name": ...[, "precision": ...]}`` as ``embedding_identity`` wrote it.
+        identity: ``{"class_name": ..., "model_name": ...[, "precision": ...][, "graph": ...]}`` as
+            ``embedding_identity`` wrote it.
 
     Returns:
         :func:`default_embedding_model` on the runtime the identity names (``HuggingFaceEmbedding``: torch,
         ``OnnxEmbedding``: ONNX) when it names the default model.
 
     Raises:
-        ValueError: the identity names another model (or a precision not offered), which cannot be rebuilt from a
-            name alone (pass the model itself, e.g. ``Component.from_dict(data, embed_model=model)``).
+        ValueError: the identity names another model (or a precision or graph not offered), which cannot be rebuilt
+            from a name alone (pass the model itself, e.g. ``Component.from_dict(data, embed_model=model)``).
     """
     name, kind = identity.get("model_name"), identity.get("class_name")
     if name in DEFAULT_MODEL_ALIASES and kind == "HuggingFaceEmbedding":
         return default_embedding_model(backend="torch")
-    if name in DEFAULT_MODEL_ALIASES and kind == "OnnxEmbedding" and identity.get("precision") in EMBED_PRECISIONS:
-        return default_embedding_model(backend="onnx")
+    graph = _GRAPHS.get(identity.get("graph"))
+    if name in DEFAULT_MODEL_ALIASES and kind == "OnnxEmbedding" and identity.get("precision") in EMBED_PRECISIONS \
+            and graph is not None:
+        return default_embedding_model(backend="onnx", graph=graph)
     raise ValueError(
         f"the embedding model {kind}({name!r}) cannot be rebuilt from its identity: pass the model itself "
         f"(embed_model=...)"
@@ -172,3 +177,5 @@ def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
 
 
 _RUNTIME_CLASSES = ("HuggingFaceEmbedding", "OnnxEmbedding")
+#: The ONNX graph kinds by their identity (:data:`~llama_index_sac.embeddings.onnx_export.GRAPH_IDENTITIES`).
+_GRAPHS = {identity: kind for kind, identity in GRAPH_IDENTITIES.items()}

@@ -35,9 +35,18 @@ from llama_index_sac.embeddings.model import (
     EmbeddingModelError,
     offline_model_path,
 )
-from llama_index_sac.embeddings.onnx_export import Precision, onnx_model_file
+from llama_index_sac.embeddings.onnx_export import (
+    GRAPH_IDENTITIES,
+    GraphKind,
+    Precision,
+    onnx_model_file,
+)
 
-__all__ = ["OnnxEmbedding"]
+__all__ = ["DEFAULT_ONNX_GRAPH", "OnnxEmbedding"]
+
+#: The float32 graph run by default: ONNX Runtime's fused transformer kernels (the plain graph's vectors up to float
+#: rounding, faster; ``bench/README.md``).
+DEFAULT_ONNX_GRAPH: GraphKind = "fused"
 
 _DIMENSION = 384
 _EXTRA = "offline"
@@ -59,6 +68,8 @@ class OnnxEmbedding(BaseEmbedding):
 
     Args:
         precision: ``"float32"`` (the torch path's vectors) or ``"int8"`` (weights of the matrix products in int8).
+        graph: ``"fused"`` (ONNX Runtime's fused attention, LayerNorm and GELU kernels) or ``"plain"`` (the graph as
+            exported); float32 only, both give the torch path's vectors up to float rounding.
         num_threads: threads of one forward pass (ONNX Runtime's ``intra_op_num_threads``); ``None``: ONNX
             Runtime's default (one per physical core).
         embed_batch_size: texts per forward pass.
@@ -74,6 +85,8 @@ class OnnxEmbedding(BaseEmbedding):
 
     model_name: str = Field(default=DEFAULT_EMBED_MODEL_NAME, description="Hub id of the model (all-MiniLM-L6-v2).")
     precision: Precision = Field(default="float32", description="float32 (the torch path's vectors) or int8.")
+    graph: GraphKind = Field(default=DEFAULT_ONNX_GRAPH, description="fused (ONNX Runtime's fused transformer "
+                             "kernels) or plain (the graph as exported); int8 needs plain.")
     num_threads: int | None = Field(default=None, ge=1, le=1024, description="ONNX Runtime intra-op threads "
                                     "(None: one per physical core).")
     max_length: int = Field(default=MINILM_MAX_INPUT_TOKENS, description="Tokens read per text, special tokens "
@@ -104,10 +117,14 @@ class OnnxEmbedding(BaseEmbedding):
                                       "tokenizer.json): pip install 'llama-index-sac[offline]'")
         self._tokenizer_path = folder / "tokenizer.json"
         self._tokenizer = _load_tokenizer(self._tokenizer_path, self.max_length)
-        self._graph_path = onnx_model_file(self.precision, cache_dir=self.cache_dir,
+        if self.precision == "int8" and self.graph != "plain":
+            raise EmbeddingModelError("the int8 graph is made from the plain graph: pass graph='plain' with "
+                                      "precision='int8'")
+        self._graph_path = onnx_model_file(self.precision, graph=self.graph, cache_dir=self.cache_dir,
                                            weights_sha256=MINILM_SAFETENSORS_SHA256)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.inter_op_num_threads = 1
         if self.num_threads is not None:
             options.intra_op_num_threads = self.num_threads
@@ -130,6 +147,11 @@ class OnnxEmbedding(BaseEmbedding):
     def backend(self) -> str:
         """``"onnx"``: the runtime that computes the vectors."""
         return "onnx"
+
+    @property
+    def graph_identity(self) -> str | None:
+        """How the graph is named in embedding identities (``None`` for the plain graph; :data:`GRAPH_IDENTITIES`)."""
+        return GRAPH_IDENTITIES[self.graph]
 
     @property
     def graph_path(self) -> Path:
@@ -201,7 +223,7 @@ class OnnxEmbedding(BaseEmbedding):
         return self._get_text_embedding(text)
 
 
-_OPTIONS = ("model_name", "precision", "num_threads", "embed_batch_size", "show_progress", "cache_dir")
+_OPTIONS = ("model_name", "precision", "graph", "num_threads", "embed_batch_size", "show_progress", "cache_dir")
 
 
 def _rebuild(options: dict[str, Any]) -> OnnxEmbedding:
