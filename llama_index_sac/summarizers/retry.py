@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
-import httpx
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 
@@ -62,8 +61,15 @@ _TRANSIENT_NAMES = frozenset({
 })
 _CONNECTION_NAMES = frozenset({"ClientConnectorError", "ServerDisconnectedError", "ClientOSError",
                                "ConnectionTimeoutError", "ConnectionClosedError"})  # aiohttp, websockets
-_HTTPX_CONNECTION = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
-                     httpx.RemoteProtocolError)
+
+
+def _httpx(*names: str) -> tuple[type[BaseException], ...]:
+    """The httpx exception classes ``names`` when httpx is imported; none when it is not (then no error can be one of
+    them), so importing this module does not import httpx."""
+    httpx = sys.modules.get("httpx")
+    return () if httpx is None else tuple(getattr(httpx, name) for name in names)
+
+
 _TRUNCATED_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})  # OpenAI, Anthropic, Gemini
 _DELAY_SECONDS = re.compile(r"\d{1,10}(?:\.\d{1,6})?")
 
@@ -130,8 +136,8 @@ def is_transient_error(exc: BaseException) -> bool:
         status = _status(err)
         if status is not None:
             return status in (408, 425, 429) or 500 <= status <= 599
-        if isinstance(err, (TimeoutError, asyncio.TimeoutError, ConnectionError, httpx.TimeoutException,
-                            httpx.NetworkError, httpx.RemoteProtocolError)):
+        if isinstance(err, (TimeoutError, asyncio.TimeoutError, ConnectionError,
+                            *_httpx("TimeoutException", "NetworkError", "RemoteProtocolError"))):
             return True
         if _names(err) & _TRANSIENT_NAMES:
             return True
@@ -144,7 +150,8 @@ def is_connection_error(exc: BaseException) -> bool:
     for err in _chain(exc):
         if _status(err) is not None:
             return False
-        if isinstance(err, (ConnectionError, *_HTTPX_CONNECTION)):
+        if isinstance(err, (ConnectionError, *_httpx("ConnectError", "ConnectTimeout", "ReadError", "WriteError",
+                                                     "RemoteProtocolError"))):
             return True
         if _names(err) & _CONNECTION_NAMES:
             return True
@@ -390,7 +397,7 @@ async def request_with_retries(send: Callable[[], Awaitable[tuple[str, str | Non
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    return any(isinstance(err, (TimeoutError, asyncio.TimeoutError, httpx.TimeoutException))
+    return any(isinstance(err, (TimeoutError, asyncio.TimeoutError, *_httpx("TimeoutException")))
                or "APITimeoutError" in _names(err) for err in _chain(exc))
 
 

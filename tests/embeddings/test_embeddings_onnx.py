@@ -30,7 +30,8 @@ from llama_index_sac.embeddings import (
     embedding_space,
     onnx_model_file,
 )
-from llama_index_sac.embeddings.onnx_export import EXPORT_VERSION
+from llama_index_sac.embeddings.default import embedding_from_identity, is_default_model
+from llama_index_sac.embeddings.onnx_export import EXPORT_VERSION, FUSION_RECIPE
 from tests.conftest import FakeEmbedding
 
 offline_installed = pytest.mark.skipif(
@@ -143,6 +144,44 @@ def test_unknown_precision_is_refused(tmp_path: Path) -> None:
         onnx_model_file("fp16", cache_dir=tmp_path)  # type: ignore[arg-type]
 
 
+def test_the_fused_graph_is_made_from_the_plain_graph_and_named_apart(tmp_path: Path) -> None:
+    made: list[tuple[Path, bytes]] = []
+
+    def fuse(source: Path, out: Path) -> None:
+        made.append((source, source.read_bytes()))
+        out.write_bytes(b"fused " + source.read_bytes())
+
+    export = Exporter()
+    fused = onnx_model_file(graph="fused", cache_dir=tmp_path, weights_folder=tmp_path, weights_sha256="ab" * 32,
+                            export=export, fuse=fuse)
+    plain = onnx_model_file(cache_dir=tmp_path, weights_folder=tmp_path, weights_sha256="ab" * 32, export=export)
+    (source, content), = made
+    assert source == plain and len(export.calls) == 1  # the plain graph was made once, and kept
+    assert plain.name == f"all-MiniLM-L6-v2.{'ab' * 8}.v{EXPORT_VERSION}.float32.onnx"  # as before graph kinds
+    assert fused.name == f"all-MiniLM-L6-v2.{'ab' * 8}.v{EXPORT_VERSION}.float32-fused.onnx"
+    assert fused.read_bytes() == b"fused " + content
+    manifest = json.loads(fused.with_suffix(".json").read_text())
+    assert manifest["graph"] == "fused" and manifest["recipe"] == FUSION_RECIPE and manifest["precision"] == "float32"
+    assert manifest["float32_sha256"] == json.loads(plain.with_suffix(".json").read_text())["sha256"]
+    assert "graph" not in json.loads(plain.with_suffix(".json").read_text())
+    # a fused manifest is not a plain one: renamed into the plain graph's place, it is refused and made again
+    fused.with_suffix(".json").replace(plain.with_suffix(".json"))
+    fused.replace(plain)
+    with pytest.warns(OnnxCacheWarning, match="names graph='fused', not None"):
+        onnx_model_file(cache_dir=tmp_path, weights_folder=tmp_path, weights_sha256="ab" * 32, export=export)
+    assert len(export.calls) == 2
+
+
+def test_unknown_or_impossible_graphs_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="graph must be one of 'plain', 'fused', got 'tuned'"):
+        onnx_model_file(graph="tuned", cache_dir=tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="int8 graph is made from the plain float32 graph"):
+        onnx_model_file("int8", graph="fused", cache_dir=tmp_path)
+    with pytest.raises(ValidationError, match="'plain' or 'fused'"):
+        OnnxEmbedding(graph="tuned")
+    assert not list(tmp_path.iterdir())
+
+
 # -- identities: cache keys name the runtime and precision; torch and float32 ONNX are one vector space -------------
 
 
@@ -157,9 +196,9 @@ class TorchLike(FakeEmbedding):
         return "HuggingFaceEmbedding"
 
 
-def _onnx(precision: str) -> OnnxEmbedding:
-    return OnnxEmbedding.model_construct(model_name=DEFAULT_EMBED_MODEL_NAME, precision=precision, max_length=256,
-                                         normalize=True)
+def _onnx(precision: str, graph: str = "plain") -> OnnxEmbedding:
+    return OnnxEmbedding.model_construct(model_name=DEFAULT_EMBED_MODEL_NAME, precision=precision, graph=graph,
+                                         max_length=256, normalize=True)
 
 
 def test_cache_keys_differ_between_runtimes_and_precisions() -> None:
@@ -174,6 +213,36 @@ def test_cache_keys_differ_between_runtimes_and_precisions() -> None:
     assert len(keys) == 3
     assert embedding_identity(_onnx("int8")) == {"class_name": "OnnxEmbedding", "model_name": DEFAULT_EMBED_MODEL_NAME,
                                                  "precision": "int8"}
+
+
+def test_the_fused_graph_has_its_own_cache_key_but_the_plain_graphs_vector_space() -> None:
+    plain, fused = _onnx("float32"), _onnx("float32", "fused")
+    assert OnnxEmbedding.model_construct().graph == "fused"  # the default graph
+    assert model_identity(fused) == {**model_identity(plain), "graph": f"fused.v{EXPORT_VERSION}"}
+    assert "graph" not in model_identity(plain)  # the plain graph's keys are the ones it had before graph kinds
+    assert content_key(model_identity(fused), "text") != content_key(model_identity(plain), "text")
+    torch_like = TorchLike(model_name=DEFAULT_EMBED_MODEL_NAME)
+    assert model_space(fused) == model_space(plain) == model_space(torch_like)
+    assert recorded_space(model_identity(fused)) == recorded_space(model_identity(plain))
+    assert is_default_model(fused) and is_default_model(plain) and not is_default_model(_onnx("int8"))
+
+
+def test_an_identity_rebuilds_the_graph_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_index_sac.embeddings.default as default
+
+    calls: list[dict] = []
+
+    def build(**kw: object) -> FakeEmbedding:
+        calls.append(kw)
+        return FakeEmbedding()
+
+    monkeypatch.setattr(default, "default_embedding_model", build)
+    for graph in ("plain", "fused"):
+        embedding_from_identity(embedding_identity(_onnx("float32", graph)))
+    assert calls == [{"backend": "onnx", "graph": "plain"}, {"backend": "onnx", "graph": "fused"}]
+    old_recipe = {**embedding_identity(_onnx("float32", "fused")), "graph": "fused.v0"}
+    with pytest.raises(ValueError, match="cannot be rebuilt from its identity"):
+        embedding_from_identity(old_recipe)
 
 
 def test_torch_and_float32_onnx_are_one_vector_space() -> None:
@@ -282,6 +351,22 @@ def both_models():
     onnx = default_embedding_model(backend="onnx", num_threads=2)
     torch_model = default_embedding_model(backend="torch")
     return onnx, torch_model
+
+
+@offline_installed
+@pytest.mark.slow
+def test_the_fused_graph_gives_the_plain_graphs_vectors(both_models) -> None:
+    from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
+
+    fused = both_models[0]
+    plain = default_embedding_model(backend="onnx", graph="plain", num_threads=2)
+    assert isinstance(fused, OnnxEmbedding) and isinstance(plain, OnnxEmbedding)
+    assert (fused.graph, plain.graph) == ("fused", "plain") and fused.graph_path != plain.graph_path
+    contracts = synthetic_contracts(n_documents=4, seed=1)
+    texts = TEXTS + [text[i: i + 600] for text in contracts.documents.values() for i in range(0, 2400, 600)]
+    a = np.array(fused.get_text_embedding_batch(texts))
+    b = np.array(plain.get_text_embedding_batch(texts))
+    assert (a * b).sum(axis=1).min() > 1 - 1e-5
 
 
 @offline_installed

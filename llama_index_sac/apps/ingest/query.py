@@ -11,16 +11,17 @@ the embedding model's loading bars (``transformers`` and ``huggingface_hub``) of
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import BaseNode, NodeWithScore, TransformComponent
 
+from llama_index_sac.apps.ingest.document_index import load_document_index
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.store import open_store, store_errors
 from llama_index_sac.embeddings.default import EMBED_PRECISIONS, EmbeddingBackendOptions, default_embedding_model
@@ -59,14 +60,15 @@ def model_loading_progress(enabled: bool) -> Iterator[None]:
 
 def load_model(name: str | None, show_progress: bool, options: EmbeddingBackendOptions | None = None) -> BaseEmbedding:
     """:func:`~llama_index_sac.default_embedding_model` by name (``None``: all-MiniLM-L6-v2) on the runtime of
-    ``options``, its loading bar shown or not.
+    ``options``, its loading bar shown or not (torch; on ONNX there is none, and transformers is not imported).
 
     Raises:
         IngestError: the model cannot be loaded (not available offline, the ``hf`` extra missing...).
     """
-    with model_loading_progress(show_progress):
+    options = options if options is not None else EmbeddingBackendOptions()
+    torch_backend = options.resolved(name) == "torch"  # ONNX shows no loading bar: transformers is not imported
+    with model_loading_progress(show_progress) if torch_backend else nullcontext():
         try:
-            options = options if options is not None else EmbeddingBackendOptions()
             return default_embedding_model(name, backend=options.backend, precision=options.precision,
                                            num_threads=options.num_threads)
         except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
@@ -137,15 +139,24 @@ class QueryHit:
                 "summary": self.summary, "text": self.text}
 
 
+class _ReadOnly(TransformComponent):
+    """The transformations of the :class:`Searcher`'s index, which only reads: any insert is refused (and LlamaIndex's
+    default node parser, whose tokenizer takes a while to load, is not built)."""
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        raise IngestError("the collection is open for questions only: write with llama-sac ingest")
+
+
 class Searcher:
     """A collection open for questions: the store opened and the embedding model loaded once (a context manager;
     the store's client is closed on exit).
 
     The embedding model is ``embed_model``, else ``embed_model_name``, else the one the collection was ingested with.
     With ``document_aware``, :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults ranks the chunks (its
-    document index is read from the collection once, on opening). While an ``ingest`` holds the collection's lock
-    and the collection has no row yet (or does not exist yet), ``ingest_in_progress`` is true and every search
-    returns ``[]``.
+    document index is the one ``ingest`` saved for the collection's current state,
+    :mod:`~llama_index_sac.apps.ingest.document_index`, else read from the collection once, on opening). While an
+    ``ingest`` holds the collection's lock and the collection has no row yet (or does not exist yet),
+    ``ingest_in_progress`` is true and every search returns ``[]``.
 
     Attributes (after entering): ``rows`` (the collection's rows on opening), ``ingest_in_progress``.
 
@@ -213,10 +224,11 @@ class Searcher:
         if space is not None and space != model_space(embed):
             raise IngestError(f"collection {self.collection!r} was embedded with {space}, not {model_space(embed)}: "
                               "pass that --embed-model / --embed-precision")
-        self._index = VectorStoreIndex.from_vector_store(opened.vector_store, embed_model=embed)
+        self._index = VectorStoreIndex.from_vector_store(opened.vector_store, embed_model=embed,
+                                                         transformations=[_ReadOnly()])
         if self.document_aware:
-            try:
-                self._documents = DocumentIndex.from_source(opened.vector_store)
+            try:  # the index ingest saved for this state of the collection, else read from the chunks
+                self._documents = load_document_index(record) or DocumentIndex.from_source(opened.vector_store)
             except ValueError as exc:  # no summaries: not a SAC collection
                 raise IngestError(f"--document-aware: {exc}") from None
 

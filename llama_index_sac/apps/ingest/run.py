@@ -46,6 +46,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from tqdm.auto import tqdm
 
 from llama_index_sac._util import require_extra
+from llama_index_sac.apps.ingest.document_index import save_document_index
 from llama_index_sac.apps.ingest.files import (
     SUFFIXES,
     IngestError,
@@ -217,6 +218,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             raise IngestError("nothing could be read (the store was not touched): "
                               + "; ".join(f"{p}: {why}" for p, why in report.skipped.items()))
         run.remove_vanished(sources.folders, sources.walked, seen, forget)
+        save_document_index(record, run.vector_store)  # query and serve then need not read every chunk
     if report.empty:
         say(f"no chunk from {len(report.empty)} file(s) without text (empty or whitespace only; recorded, nothing "
             f"written): {', '.join(report.empty)}")
