@@ -75,15 +75,18 @@ from llama_index_sac.apps.benchmark.eval_job import (
     summary_failure,
 )
 from llama_index_sac.embeddings.default import EMBED_BACKENDS, EMBED_PRECISIONS
+from llama_index_sac.embeddings.onnx_export import GRAPH_KINDS
 
 if TYPE_CHECKING:  # the kinds are read from the settings classes; type checkers see plain strings
     ParserChoice = str
     SummarizerChoice = str
     EmbedBackendChoice = str
     EmbedPrecisionChoice = str
+    EmbedGraphChoice = str
 else:
     EmbedBackendChoice = Literal[EMBED_BACKENDS]
     EmbedPrecisionChoice = Literal[EMBED_PRECISIONS]
+    EmbedGraphChoice = Literal[GRAPH_KINDS]
     ParserChoice = Literal[PARSER_KINDS]
     SummarizerChoice = Literal[tuple(k for k in SUMMARIZER_KINDS if k != "none")]  # --summarizer: of SAC configs
 
@@ -210,6 +213,7 @@ def _fail(message: str) -> typer.Exit:
 _KS = ",".join(map(str, field_default(RunSettings, "ks")))
 _SCOPE: Scope = field_default(LoaderOptions, "scope")
 _PRECISION: str = field_default(RunSettings, "embed_precision")
+_GRAPH: str = field_default(RunSettings, "embed_graph")
 
 
 @app.command("eval", cls=_Command)
@@ -261,6 +265,7 @@ def eval_command(
     embed_backend: Annotated[EmbedBackendChoice | None, field_option(RunSettings, "embed_backend")] = None,
     embed_precision: Annotated[EmbedPrecisionChoice, field_option(RunSettings, "embed_precision")] = _PRECISION,
     embed_threads: Annotated[int | None, field_option(RunSettings, "embed_threads")] = None,
+    embed_graph: Annotated[EmbedGraphChoice, field_option(RunSettings, "embed_graph")] = _GRAPH,
     k: Annotated[str, typer.Option("--k", help="k values, comma-separated positive integers.")] = _KS,
     confusion_k: Annotated[int, field_option(RunSettings, "confusion_k")] = field_default(RunSettings, "confusion_k"),
     retrieval_threads: Annotated[int, field_option(RunSettings, "retrieval_threads")
@@ -296,7 +301,8 @@ def eval_command(
                                 sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
                                 n_documents=n_documents, folder=folder, questions=questions)
         settings = run_settings(ks=ks, embed_model=embed_model, embed_backend=embed_backend,
-                                embed_precision=embed_precision, embed_threads=embed_threads, cache_dir=cache_dir,
+                                embed_precision=embed_precision, embed_threads=embed_threads, embed_graph=embed_graph,
+                                cache_dir=cache_dir,
                                 confusion_k=confusion_k,
                                 show_progress=progress and not quiet, retrieval_threads=retrieval_threads,
                                 llm_concurrency=llm_concurrency)

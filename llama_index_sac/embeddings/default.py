@@ -32,7 +32,7 @@ from llama_index_sac.embeddings.model import (
     EmbeddingModelError,
     torch_embedding_model,
 )
-from llama_index_sac.embeddings.onnx_export import GRAPH_IDENTITIES
+from llama_index_sac.embeddings.onnx_export import DEFAULT_ONNX_GRAPH, GRAPH_IDENTITIES, GraphKind
 
 __all__ = ["EMBED_BACKENDS", "EMBED_PRECISIONS", "EmbedBackend", "EmbeddingBackendOptions", "OfferedPrecision",
            "default_embedding_model", "embedding_from_identity", "is_default_model"]
@@ -71,6 +71,9 @@ class EmbeddingBackendOptions(BaseModel):
         "retrieval too much).")
     num_threads: int | None = Field(default=None, ge=1, le=1024, description="ONNX Runtime threads per forward "
                                     "pass (default: one per physical core).")
+    graph: GraphKind = Field(default=DEFAULT_ONNX_GRAPH, description="ONNX graph: fused (ONNX Runtime's fused "
+                             "transformer kernels, faster) or plain (as exported); the same vectors up to float "
+                             "rounding, cached apart.")
 
     @model_validator(mode="after")
     def _check(self) -> EmbeddingBackendOptions:
@@ -84,6 +87,8 @@ class EmbeddingBackendOptions(BaseModel):
         classes that hold the same options as fields call it from their own validators."""
         if self.backend == "torch" and self.num_threads is not None:
             return "num_threads applies to backend 'onnx' (for torch: torch.set_num_threads)"
+        if self.backend == "torch" and self.graph != DEFAULT_ONNX_GRAPH:
+            return "graph applies to backend 'onnx'"
         if self.backend == "onnx" and model_name is not None and model_name not in DEFAULT_MODEL_ALIASES:
             return f"backend 'onnx' runs only {DEFAULT_EMBED_MODEL_NAME}, not {model_name!r}"
         return None
@@ -101,7 +106,7 @@ class EmbeddingBackendOptions(BaseModel):
 
 def default_embedding_model(model_name: str | None = None, *, backend: EmbedBackend | None = None,
                             precision: OfferedPrecision = "float32", num_threads: int | None = None,
-                            **kwargs: Any) -> BaseEmbedding:
+                            graph: GraphKind = DEFAULT_ONNX_GRAPH, **kwargs: Any) -> BaseEmbedding:
     """The package's embedding model: all-MiniLM-L6-v2 unless ``model_name`` names another one.
 
     Args:
@@ -110,7 +115,8 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
         backend: ``"onnx"``, ``"torch"`` or ``None`` (:meth:`EmbeddingBackendOptions.resolved`).
         precision: ``"float32"`` (the one precision offered).
         num_threads: ONNX Runtime threads per forward pass (ONNX only; ``None``: one per physical core).
-        **kwargs: passed to ``OnnxEmbedding`` (``graph``, ``embed_batch_size``, ``show_progress``, ``cache_dir``) or
+        graph: the ONNX graph, ``"fused"`` or ``"plain"`` (ONNX only).
+        **kwargs: passed to ``OnnxEmbedding`` (``embed_batch_size``, ``show_progress``, ``cache_dir``) or
             to ``HuggingFaceEmbedding`` (``device``, ``cache_folder``, ``embed_batch_size``...); ``embed_batch_size``
             defaults to :data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_BATCH_SIZE` on ONNX and
             :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE` on torch.
@@ -126,7 +132,7 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
             another model; the ONNX graph cannot be made or read.
         ImportError: the runtime's packages are not installed (the ``offline`` / ``hf`` extra).
     """
-    options = EmbeddingBackendOptions(backend=backend, precision=precision, num_threads=num_threads)
+    options = EmbeddingBackendOptions(backend=backend, precision=precision, num_threads=num_threads, graph=graph)
     if options.resolved(model_name) == "torch":
         return torch_embedding_model(model_name, **kwargs)
     if model_name is not None and model_name not in DEFAULT_MODEL_ALIASES:
@@ -134,7 +140,7 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
                                   "use backend 'torch' for other models")
     from llama_index_sac.embeddings.onnx import OnnxEmbedding
 
-    return OnnxEmbedding(precision=options.precision, num_threads=options.num_threads, **kwargs)
+    return OnnxEmbedding(precision=options.precision, num_threads=options.num_threads, graph=options.graph, **kwargs)
 
 
 def is_default_model(embed_model: BaseEmbedding) -> bool:
@@ -178,4 +184,4 @@ def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
 
 _RUNTIME_CLASSES = ("HuggingFaceEmbedding", "OnnxEmbedding")
 #: The ONNX graph kinds by their identity (:data:`~llama_index_sac.embeddings.onnx_export.GRAPH_IDENTITIES`).
-_GRAPHS = {identity: kind for kind, identity in GRAPH_IDENTITIES.items()}
+_GRAPHS: dict[str | None, GraphKind] = {GRAPH_IDENTITIES["plain"]: "plain", GRAPH_IDENTITIES["fused"]: "fused"}

@@ -36,6 +36,7 @@ from llama_index_sac.embeddings.model import (
     offline_model_path,
 )
 from llama_index_sac.embeddings.onnx_export import (
+    DEFAULT_ONNX_GRAPH,
     GRAPH_IDENTITIES,
     GraphKind,
     Precision,
@@ -44,9 +45,6 @@ from llama_index_sac.embeddings.onnx_export import (
 
 __all__ = ["DEFAULT_ONNX_BATCH_SIZE", "DEFAULT_ONNX_GRAPH", "OnnxEmbedding"]
 
-#: The float32 graph run by default: ONNX Runtime's fused transformer kernels (the plain graph's vectors up to float
-#: rounding, faster; ``bench/README.md``).
-DEFAULT_ONNX_GRAPH: GraphKind = "fused"
 #: Texts per forward pass of :class:`OnnxEmbedding`: small batches of texts of similar length (each call is sorted by
 #: length) keep the activations in cache and the padding low (``bench/README.md``).
 DEFAULT_ONNX_BATCH_SIZE = 16

@@ -48,6 +48,7 @@ from llama_index_sac.embeddings.model import (
 __all__ = [
     "EXPORT_VERSION",
     "FUSION_RECIPE",
+    "DEFAULT_ONNX_GRAPH",
     "GRAPH_IDENTITIES",
     "GRAPH_KINDS",
     "INT8_RECIPE",
@@ -75,6 +76,9 @@ GRAPH_KINDS: tuple[str, ...] = ("plain", "fused")
 #: before graph kinds existed), a rewritten graph by its kind and :data:`EXPORT_VERSION`, so vectors of one recipe are
 #: never served for another.
 GRAPH_IDENTITIES: dict[str, str | None] = {"plain": None, "fused": f"fused.v{EXPORT_VERSION}"}
+#: The float32 graph run by default: ONNX Runtime's fused transformer kernels (the plain graph's vectors up to float
+#: rounding, faster; ``bench/README.md``).
+DEFAULT_ONNX_GRAPH: GraphKind = "fused"
 #: How the fused graph is made (``onnxruntime.transformers.optimizer.optimize_model`` arguments: BERT, 12 heads of
 #: 32 dimensions, ONNX Runtime's own graph optimisations left to the session).
 FUSION_RECIPE: dict[str, Any] = {"model_type": "bert", "num_heads": 12, "hidden_size": 384, "opt_level": 0,

@@ -182,6 +182,20 @@ def test_unknown_or_impossible_graphs_are_refused(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+def test_the_graph_is_an_option_of_the_backend_and_of_eval() -> None:
+    from llama_index_sac.apps.benchmark.eval_job import run_settings
+    from llama_index_sac.apps.benchmark.factories import EvaluationSetupError
+
+    assert EmbeddingBackendOptions().graph == "fused"
+    with pytest.raises(ValidationError, match="graph applies to backend 'onnx'"):
+        EmbeddingBackendOptions(backend="torch", graph="plain")
+    assert run_settings(embed_graph="plain").embed_options().graph == "plain"
+    with pytest.raises(EvaluationSetupError, match="graph applies to backend 'onnx'"):
+        run_settings(embed_backend="torch", embed_graph="plain")
+    result = CliRunner().invoke(app, ["eval", "--embed-graph", "tuned"])
+    assert result.exit_code == 2 and "tuned" in result.output
+
+
 # -- identities: cache keys name the runtime and precision; torch and float32 ONNX are one vector space -------------
 
 

@@ -60,7 +60,8 @@ SUMMARY_OPTIONS: dict[str, str] = {
 #: ``eval`` options -> the :class:`RunSettings` field they set.
 SETTINGS_OPTIONS: dict[str, str] = {
     "k": "ks", "embed_model": "embed_model", "embed_backend": "embed_backend", "embed_precision": "embed_precision",
-    "embed_threads": "embed_threads", "cache_dir": "cache_dir", "confusion_k": "confusion_k",
+    "embed_threads": "embed_threads", "embed_graph": "embed_graph", "cache_dir": "cache_dir",
+    "confusion_k": "confusion_k",
     "progress": "show_progress", "retrieval_threads": "retrieval_threads", "llm_concurrency": "llm_concurrency",
 }
 #: ``eval`` options -> the :class:`LoaderOptions` field they set (``--mini`` sets ``sampling``).

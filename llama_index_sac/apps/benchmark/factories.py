@@ -96,7 +96,7 @@ def load_embedding_model(name: str | None, options: EmbeddingBackendOptions | No
     extra = {"show_progress": show_progress} if options.resolved(name) == "onnx" else {}
     try:
         return default_embedding_model(name, backend=options.backend, precision=options.precision,
-                                       num_threads=options.num_threads, **extra)
+                                       num_threads=options.num_threads, graph=options.graph, **extra)
     except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
         raise EvaluationSetupError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 

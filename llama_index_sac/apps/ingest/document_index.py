@@ -18,11 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_sac.apps.ingest.files import IngestRecord
-from llama_index_sac.retrievers.document_aware import (
-    DEFAULT_MAX_DOCUMENT_FREQUENCY,
-    DEFAULT_NAME_WEIGHT,
-    DocumentIndex,
-)
+from llama_index_sac.retrievers.document_index import DEFAULT_NAME_WEIGHT, DocumentIndex
+from llama_index_sac.retrievers.document_names import DEFAULT_MAX_DOCUMENT_FREQUENCY
 
 __all__ = ["document_index_path", "load_document_index", "record_state", "save_document_index"]
 
