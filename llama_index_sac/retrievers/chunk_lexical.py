@@ -35,8 +35,8 @@ __all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_SCOPE", "DEFAULT_LEXICAL_WEIGHT
            "LexicalScope", "lexical_scores", "question_text", "question_tokens"]
 
 #: Weight of the lexical score in the fused score, in cosine units (0: off, the ranking of ``docs/results.md``
-#: section 6; section 6i holds the leave-one-dataset-out protocol that chooses it).
-DEFAULT_LEXICAL_WEIGHT = 0.0
+#: section 6), chosen with the scope below leave-one-dataset-out (``bench/tune_chunk_ranking.py``, section 6i).
+DEFAULT_LEXICAL_WEIGHT = 0.1
 #: Which candidates the lexical score ranks: ``"located"``, the chunks of the documents the prior located (the
 #: top-prior documents, as many as the focus documents and at least one; every candidate when the prior located
 #: none), so that the question's words cannot lift another contract's chunk over the located one's; or

@@ -51,7 +51,7 @@ _FORMAT = "llama-index-sac/document-index/v3"
 # v1: summaries only; v2: summaries, names, name_weight (read as they ranked: no pairs, every match counts)
 _FORMATS = ("llama-index-sac/document-index/v1", "llama-index-sac/document-index/v2", _FORMAT)
 #: Defaults: ``name_weight`` chosen leave-one-dataset-out (``docs/results.md`` section 6b); the hub fix and the
-#: two-word names off, the prior of section 6 (section 6i holds the protocol that chooses them).
+#: two-word names off: no leave-one-dataset-out fold chose them (section 6i).
 DEFAULT_NAME_WEIGHT = 0.5
 DEFAULT_PRIOR_MARGIN = 0.0
 DEFAULT_REQUIRE_NAME_MATCH = False

@@ -169,7 +169,7 @@ def test_the_question_words_lift_the_clause_inside_the_document() -> None:
     # matches the clause ("information", "secret") and not the notice: lexical 1.0 and 0.0
     found = hits(("nda-osprey.txt#1", 0.50), ("nda-osprey.txt#0", 0.49))
     documents = DocumentIndex.from_nodes(corpus())
-    plain = DocumentAwareRetriever(Fixed(found), documents, prior_weight=0.0, similarity_top_k=2)
+    plain = DocumentAwareRetriever(Fixed(found), documents, prior_weight=0.0, lexical_weight=0.0, similarity_top_k=2)
     assert [h.node.node_id for h in plain.retrieve(QUESTION)] == ["nda-osprey.txt#1", "nda-osprey.txt#0"]
     lexical = DocumentAwareRetriever(Fixed(found), documents, prior_weight=0.0, lexical_weight=0.05,
                                      similarity_top_k=2)

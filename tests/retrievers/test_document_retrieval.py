@@ -13,6 +13,7 @@ from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from llama_index_sac import NumpyVectorStore
+from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT
 from llama_index_sac.retrievers.document_aware import DEFAULT_NAME_WEIGHT, DocumentAwareRetriever, DocumentIndex
 from tests.conftest import FakeEmbedding, RecordingEmbedding
 
@@ -79,10 +80,13 @@ def test_the_named_contract_wins_the_boilerplate_tie() -> None:
     assert aware[0].node.node_id == "nda-osprey.txt#0"  # the clause of the contract the query names comes first
     assert [score(n) for n in aware] == sorted((score(n) for n in aware), reverse=True)
     by_id = {n.node.node_id: score(n) for n in dense}
-    assert aware[0].score == pytest.approx(by_id["nda-osprey.txt#0"] + 0.1)  # dense + weight * prior (1.0)
-    plain = DocumentAwareRetriever(index, documents, similarity_top_k=3, prior_weight=0.0, focus_documents=0)
+    # dense + weight * prior (1.0) + lexical weight * the question's BM25 (this clause is the best candidate: 1.0)
+    assert aware[0].score == pytest.approx(by_id["nda-osprey.txt#0"] + 0.1 + DEFAULT_LEXICAL_WEIGHT)
+    assert DEFAULT_LEXICAL_WEIGHT > 0
+    plain = DocumentAwareRetriever(index, documents, similarity_top_k=3, prior_weight=0.0, focus_documents=0,
+                                   lexical_weight=0.0)
     assert [(n.node.node_id, n.score) for n in plain.retrieve(question)] == \
-        [(n.node.node_id, pytest.approx(n.score)) for n in dense]  # weight 0: plain dense retrieval
+        [(n.node.node_id, pytest.approx(n.score)) for n in dense]  # weights 0: plain dense retrieval
 
 
 def test_focus_documents_bring_in_chunks_the_dense_ranking_missed() -> None:

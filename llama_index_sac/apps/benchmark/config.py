@@ -142,6 +142,7 @@ class RunConfig(BaseModel):
 
 _CONTENT_ONLY: dict[str, Any] = {"metadata_keys": []}
 _AS_PUBLISHED: dict[str, Any] = {"on_embed_overflow": "warn"}  # the published SAC runs: no trimming
+_RANKED_AS_PUBLISHED: dict[str, Any] = {"lexical_weight": 0.0}  # the published document-aware runs: no lexical score
 #: Named configurations (``--config NAME`` or ``NAME:key=value,...``): partial :class:`RunConfig` dictionaries.
 PRESETS: dict[str, dict[str, Any]] = {
     # what a user gets by default: the package's summary (identity metadata folded in, trimmed to the model's input
@@ -160,10 +161,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the summaries at query time too (DocumentAwareRetriever); "baseline-doc" embeds chunks alone and uses
     # the extractive summaries for the document index only
     "sac-doc": {"name": "sac-doc", "summarizer": {"kind": "extractive", **_CONTENT_ONLY},
-                "augmentation": _AS_PUBLISHED, "retrieval": "document-aware"},
+                "augmentation": _AS_PUBLISHED, "retrieval": "document-aware",
+                "document_retrieval": _RANKED_AS_PUBLISHED},
     "baseline-doc": {"name": "baseline-doc", "summarizer": {"kind": "extractive", **_CONTENT_ONLY},
                      "augmentation": {"embed_summary": False, **_AS_PUBLISHED},
-                     "retrieval": "document-aware"},
+                     "retrieval": "document-aware", "document_retrieval": _RANKED_AS_PUBLISHED},
 }
 
 def _all_keys() -> dict[str, Any]:

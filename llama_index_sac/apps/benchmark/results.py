@@ -294,13 +294,21 @@ def parse_results(data: Any) -> RunResults:
 
 
 def _untrimmed(entry: Any) -> Any:
-    """``entry`` with ``augmentation.on_embed_overflow="warn"`` where its configuration records no such key."""
+    """``entry`` as it ran when its configuration predates an option: ``augmentation.on_embed_overflow="warn"``
+    (no trimming) and, for a document-aware run, ``document_retrieval.lexical_weight=0`` (no lexical score) where it
+    records no such key."""
     config = entry.get("config") if isinstance(entry, Mapping) else None
-    augmentation = config.get("augmentation") if isinstance(config, Mapping) else None
-    if not isinstance(augmentation, Mapping) or "on_embed_overflow" in augmentation:
+    if not isinstance(config, Mapping):
         return entry
-    assert isinstance(entry, Mapping) and isinstance(config, Mapping)
-    return {**entry, "config": {**config, "augmentation": {**augmentation, "on_embed_overflow": "warn"}}}
+    assert isinstance(entry, Mapping)
+    for section, key, value in (("augmentation", "on_embed_overflow", "warn"),
+                                ("document_retrieval", "lexical_weight", 0.0)):
+        part = config.get(section)
+        if section == "document_retrieval" and config.get("retrieval") != "document-aware":
+            continue  # not used by the run
+        if isinstance(part, Mapping) and key not in part:
+            config = {**config, section: {**part, key: value}}
+    return {**entry, "config": config}
 
 
 #: The largest results.json :func:`load_results` reads, in bytes.

@@ -88,7 +88,7 @@ def test_many_questions_as_json_lines(store: str, tmp_path: Path, fake_model: li
     assert fake_model == [None]  # the model loaded once, for both questions
     texts = {doc: (tmp_path / doc).read_text(encoding="utf-8")  # ids are the folder label "docs" + the file name
              for doc in {h["document"] for line in lines for h in line["hits"]}}
-    expected = query("Who pays the fees?", store, k=3, embed_model=FakeEmbedding())
+    expected = query("Who pays the fees?", store, k=3, embed_model=FakeEmbedding(), document_aware=True)  # as the CLI
     assert lines[1]["hits"] == [h.to_dict() for h in expected]
     for hit in lines[0]["hits"] + lines[1]["hits"]:
         assert set(hit) == {"document", "pages", "start", "end", "score", "summary", "text"}
