@@ -37,6 +37,7 @@ from llama_index_sac import (  # noqa: E402
     load_legalbenchrag,
 )
 from llama_index_sac.apps.benchmark.environment import peak_memory_mb  # noqa: E402
+from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT  # noqa: E402
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex  # noqa: E402
 
 DATASETS = ["contractnli", "cuad", "maud", "privacy_qa"]
@@ -47,7 +48,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=64)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--lexical-weight", type=float, default=0.05)
+    parser.add_argument("--lexical-weight", type=float, default=DEFAULT_LEXICAL_WEIGHT)
     parser.add_argument("--prior-margin", type=float, default=0.0)
     parser.add_argument("--require-name-match", action="store_true")
     parser.add_argument("--name-pairs", action="store_true")
