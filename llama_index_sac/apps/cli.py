@@ -235,7 +235,8 @@ def eval_command(
     n_documents: Annotated[int, field_option(LoaderOptions, "n_documents")
                            ] = field_default(LoaderOptions, "n_documents"),
     folder: Annotated[Path | None, typer.Option(
-        help="Your own contracts (.txt/.md, searched recursively) to evaluate, with --questions.",
+        help="Your own contracts (.txt, .md, .pdf, .docx, searched recursively; read as ingest reads them) to "
+        "evaluate, with --questions.",
         show_default=False)] = None,
     questions: Annotated[Path | None, typer.Option(
         help="With --folder: the questions file, JSON Lines of {question, file, quote} (docs/evaluate.md).",

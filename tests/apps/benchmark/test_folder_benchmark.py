@@ -115,3 +115,22 @@ def test_eval_on_your_own_folder_scores_llamaindex_against_sac(tmp_path: Path, m
         assert scores.drm is not None and 0 <= scores.drm <= 1 and scores.recall is not None and 0 <= scores.recall <= 1
     bad = CliRunner().invoke(app, ["eval", "--folder", str(folder), "--questions", str(questions), "--mini"])
     assert bad.exit_code == 2 and bad.stderr.startswith("error: --folder/--questions evaluate your own contracts")
+
+
+def test_docx_files_are_read_as_ingest_reads_them_and_a_damaged_pdf_is_named(tmp_path: Path) -> None:
+    docx = pytest.importorskip("docx")
+    folder = _folder(tmp_path)
+    document = docx.Document()
+    document.add_paragraph("LEASE between Harbor View LLC and Tallgrass Inc.")
+    document.add_paragraph("12. Rent is due on the first day of each month.")
+    document.save(str(folder / "lease.docx"))
+    questions = _questions(tmp_path, {"question": "When is rent due?", "file": "lease.docx",
+                                      "quote": "Rent is due on the first day of each month."})
+    benchmark = load_folder_benchmark(folder, questions)
+    text = benchmark.documents["lease.docx"]
+    assert text == "LEASE between Harbor View LLC and Tallgrass Inc.\n\n12. Rent is due on the first day of each month."
+    span = benchmark.queries[0].gold[0]
+    assert text[span.start:span.end] == "Rent is due on the first day of each month."
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    with pytest.raises(FolderBenchmarkError, match=r"'broken.pdf': "):
+        load_folder_benchmark(folder, questions)

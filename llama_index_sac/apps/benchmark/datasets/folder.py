@@ -20,13 +20,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from llama_index_sac.apps.benchmark.datasets.base import BenchmarkQuery, RetrievalBenchmark
+from llama_index_sac.apps.ingest.files import SUFFIXES, read_file
+from llama_index_sac.apps.ingest.readers import Unreadable
 from llama_index_sac.evaluation.locations import gold_span
 from llama_index_sac.evaluation.metrics import LocatedSpan
 
-__all__ = ["FolderBenchmarkError", "load_folder_benchmark", "TEXT_SUFFIXES"]
+__all__ = ["DOCUMENT_SUFFIXES", "FolderBenchmarkError", "load_folder_benchmark"]
 
-#: Files of the folder read as documents (strict UTF-8).
-TEXT_SUFFIXES = (".txt", ".md")
+#: Files of the folder read as documents, as ``llama-sac ingest`` reads them: ``.txt``/``.md`` as strict UTF-8,
+#: ``.pdf``/``.docx`` as their extracted text (pages joined by a blank line); other files are left out.
+DOCUMENT_SUFFIXES = SUFFIXES
 #: Largest questions file read, in bytes.
 MAX_QUESTIONS_BYTES = 8 * 1024 * 1024
 #: Largest document read, in bytes.
@@ -43,20 +46,17 @@ def _read_documents(folder: Path) -> dict[str, str]:
     documents: dict[str, str] = {}
     problems: list[str] = []
     for path in sorted(folder.rglob("*")):
-        if path.suffix.lower() not in TEXT_SUFFIXES or path.is_symlink() or not path.is_file():
+        if path.suffix.lower() not in DOCUMENT_SUFFIXES or path.is_symlink() or not path.is_file():
             continue
         doc_id = PurePosixPath(*path.relative_to(folder).parts).as_posix()
-        if path.stat().st_size > MAX_DOCUMENT_BYTES:
-            problems.append(f"{doc_id!r}: larger than {MAX_DOCUMENT_BYTES} bytes")
-            continue
         try:
-            documents[doc_id] = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(f"{doc_id!r}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+            documents[doc_id] = read_file(path, max_file_bytes=MAX_DOCUMENT_BYTES, doc_id=doc_id).text
+        except Unreadable as exc:
+            problems.append(f"{doc_id!r}: {exc}")
     if problems:
         raise FolderBenchmarkError(f"folder {str(folder)!r}: " + "; ".join(problems))
     if not documents:
-        raise FolderBenchmarkError(f"folder {str(folder)!r} holds no {'/'.join(TEXT_SUFFIXES)} document")
+        raise FolderBenchmarkError(f"folder {str(folder)!r} holds no {'/'.join(DOCUMENT_SUFFIXES)} document")
     return documents
 
 
