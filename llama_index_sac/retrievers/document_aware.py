@@ -191,9 +191,20 @@ class DocumentAwareRetriever(BaseRetriever):
     def __getstate__(self) -> dict[str, Any]:
         """The retriever's state with the index's default embedding model as its identity (rebuilt on unpickling by
         :func:`~llama_index_sac.embeddings.default.embedding_from_identity`), so a pickle carries no weights; any
-        other model is pickled as it is."""
+        other model is pickled as it is.
+
+        Raises:
+            TypeError: the index's vector store talks to a client (Chroma, Qdrant...): LlamaIndex drops the client
+                when it pickles the store, which would leave a retriever that fails at its first query. Pickle the
+                :class:`DocumentIndex` (or :meth:`DocumentIndex.persist` it) and build the retriever again over the
+                store where it is unpickled."""
         state = dict(self.__dict__)
         index = state.get("index")
+        store = index.vector_store if index is not None else None
+        if getattr(store, "client", None) is not None:
+            raise TypeError(f"a DocumentAwareRetriever over a {type(store).__name__} cannot be pickled: "
+                            "the store's client does not travel; pickle its DocumentIndex and build the retriever "
+                            "again over the store (DocumentAwareRetriever.from_defaults(store, document_index))")
         if index is not None and is_default_model(index._embed_model):
             light = copy.copy(index)
             light._embed_model = embedding_identity(index._embed_model)

@@ -426,3 +426,25 @@ def test_docs_recipe_reads_a_folder_and_a_touched_file_is_not_embedded_again(kin
     assert edited["embed_model"].texts_embedded and all(  # only the changed file's chunks: exact substrings of it
         t.split("\n\n", 1)[1] in text for t in edited["embed_model"].texts_embedded)
     assert {d.doc_id for d in edited["documents"]} == {d.doc_id for d in first["documents"]}
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_a_retriever_over_a_client_store_refuses_pickling_with_the_way_out(kind: str, tmp_path: Path) -> None:
+    import pickle
+
+    from llama_index_sac import DocumentAwareRetriever, DocumentIndex
+
+    opened = open_store(kind, tmp_path / "store")
+    counting_pipeline(opened["vector_store"]).pipeline.run(documents=corpus())
+    index = VectorStoreIndex.from_vector_store(opened["vector_store"], embed_model=FakeEmbedding())
+    retriever = DocumentAwareRetriever.from_defaults(index, similarity_top_k=3)
+    question = retriever.document_index.summaries[retriever.document_index.doc_ids[0]]
+    before = [h.node.node_id for h in retriever.retrieve(question)]
+    with pytest.raises(TypeError, match=r"cannot be pickled: the store's client does not travel; pickle its "
+                                        r"DocumentIndex"):
+        pickle.dumps(retriever)
+    documents = pickle.loads(pickle.dumps(retriever.document_index))  # the way out the message names
+    assert isinstance(documents, DocumentIndex)
+    again = DocumentAwareRetriever.from_defaults(opened["vector_store"], documents, embed_model=FakeEmbedding(),
+                                                 similarity_top_k=3)
+    assert [h.node.node_id for h in again.retrieve(question)] == before
