@@ -11,6 +11,7 @@ the embedding model's loading bars (``transformers`` and ``huggingface_hub``) of
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -97,14 +98,16 @@ def check_question(question: Any, where: str = "the question") -> str:
     return question
 
 
-def check_k(k: Any) -> int:
-    """``k`` if it is an integer from 1 to :data:`MAX_K`.
+def check_k(k: Any, name: str = "--k") -> int:
+    """``k`` if it is an integer from 1 to :data:`MAX_K`; ``name`` is how the message names it (the option, or the
+    JSON key of a request).
 
     Raises:
         IngestError: anything else.
     """
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise IngestError(f"--k must be an integer from 1 to {MAX_K}, got {k!r}"[:200])
+        shown = json.dumps(k) if isinstance(k, (bool, int, float, str)) or k is None else repr(k)
+        raise IngestError(f"{name} must be an integer from 1 to {MAX_K}, got {shown}"[:200])
     return k
 
 

@@ -77,6 +77,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self.path.split("?", 1)[0] == "/query":
+            self._not_allowed()
+            return
         if self.path.split("?", 1)[0] != "/health":
             self._send(HTTPStatus.NOT_FOUND, {"error": f"no such path {self.path[:100]!r}: GET /health or POST "
                                                        "/query"})
@@ -132,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                       "expected query and k")
         if "query" not in body:
             raise _BadRequest(HTTPStatus.BAD_REQUEST, 'missing "query"')
-        return check_question(body["query"], "query"), check_k(body.get("k", self.server.default_k))
+        return check_question(body["query"], "query"), check_k(body.get("k", self.server.default_k), '"k"')
 
     def _not_allowed(self) -> None:
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"method {self.command} not allowed: GET /health or "

@@ -224,15 +224,17 @@ def check_server(server: Server, store: str, state_dir: str | None = None) -> No
     for body, code, message in [
         (b"{not json", 400, "not JSON"), (b"\xff\xfe", 400, "not UTF-8"), (b"[1]", 400, "expected a JSON object"),
         (b'{"k": 2}', 400, 'missing "query"'), (b'{"query": " "}', 400, "query is empty"),
-        (b'{"query": 5}', 400, "query must be a string"), (b'{"query": "a", "k": 0}', 400, "--k must be"),
-        (b'{"query": "a", "k": 99999999999999999999}', 400, "--k must be"),
-        (b'{"query": "a", "k": true}', 400, "--k must be"), (b'{"query": "a", "x": 1}', 400, "unknown key"),
+        (b'{"query": 5}', 400, "query must be a string"), (b'{"query": "a", "k": 0}', 400, '"k" must be'),
+        (b'{"query": "a", "k": 99999999999999999999}', 400, '"k" must be'),
+        (b'{"query": "a", "k": true}', 400, '"k" must be an integer from 1 to 10000, got true'),
+        (b'{"query": "a", "x": 1}', 400, "unknown key"),
         (b'{"query": "a\\udcff"}', 400, "not UTF-8 text"), (b"[" * 30000 + b"]" * 30000, 400, "not JSON"),
         (b"x" * (64 * 1024 + 1), 413, "over 65536 bytes"),
     ]:
         status, error = server.request("/query", body)
         assert (status, set(error)) == (code, {"error"}) and message in error["error"], (body[:40], error)
     assert server.request("/nowhere")[0] == 404 and server.request("/query", b"{}", method="PUT")[0] == 405
+    assert server.request("/query")[0] == 405  # GET of the query path: the method is wrong, not the path
     assert server.request("/health")[1]["status"] == "ok"  # still serving
 
 
