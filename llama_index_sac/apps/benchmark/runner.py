@@ -150,12 +150,14 @@ def _run_config(config: RunConfig, benchmark: RetrievalBenchmark, embed_model: B
         clock = time.perf_counter()
         summary_info = _augment(config, nodes, documents, benchmark.doc_datasets, settings, log, embed_model)
         timings["summarize_s"] = time.perf_counter() - clock
-        for node in nodes:
+        for node in nodes:  # a document's summary is its longest copy: a chunk may carry it trimmed to the model
             summary = node.metadata.get("document_summary")
-            if node.ref_doc_id is not None and summary is not None:
-                summaries.setdefault(node.ref_doc_id, str(summary))
-        log(f"[{config.name}] {len(summaries)} document summaries, {summary_info.summarizer_calls} computed, the "
-            f"rest from the cache ({timings['summarize_s']:.1f} s)")
+            if node.ref_doc_id is not None and summary is not None \
+                    and len(str(summary)) > len(summaries.get(node.ref_doc_id, "")):
+                summaries[node.ref_doc_id] = str(summary)
+        computed = summary_info.summarizer_calls
+        log(f"[{config.name}] {len(summaries)} document summaries, {computed} computed, "
+            f"{max(0, len(summaries) - computed)} from the cache ({timings['summarize_s']:.1f} s)")
     del documents, parser  # the nodes carry all that is needed from here on
 
     clock = time.perf_counter()
