@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -52,10 +52,14 @@ from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps._output import cli_output
 from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
-    SUMMARIZER_KINDS,
+    EmbedBackendChoice,
+    EmbedGraphChoice,
+    EmbedPrecisionChoice,
     LLMSummarizerSettings,
+    ParserChoice,
     PromptChoice,
     RecursiveParserSettings,
+    SummarizerChoice,
 )
 from llama_index_sac.apps.benchmark.config import (
     PRESETS,
@@ -74,21 +78,6 @@ from llama_index_sac.apps.benchmark.eval_job import (
     run_settings,
     summary_failure,
 )
-from llama_index_sac.embeddings.default import EMBED_BACKENDS, EMBED_PRECISIONS
-from llama_index_sac.embeddings.onnx_export import GRAPH_KINDS
-
-if TYPE_CHECKING:  # the kinds are read from the settings classes; type checkers see plain strings
-    ParserChoice = str
-    SummarizerChoice = str
-    EmbedBackendChoice = str
-    EmbedPrecisionChoice = str
-    EmbedGraphChoice = str
-else:
-    EmbedBackendChoice = Literal[EMBED_BACKENDS]
-    EmbedPrecisionChoice = Literal[EMBED_PRECISIONS]
-    EmbedGraphChoice = Literal[GRAPH_KINDS]
-    ParserChoice = Literal[PARSER_KINDS]
-    SummarizerChoice = Literal[tuple(k for k in SUMMARIZER_KINDS if k != "none")]  # --summarizer: of SAC configs
 
 __all__ = ["app", "main"]
 

@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
 from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from llama_index_sac import settings as library
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
+from llama_index_sac.embeddings.default import EMBED_BACKENDS, EMBED_PRECISIONS
+from llama_index_sac.embeddings.onnx_export import GRAPH_KINDS
 from llama_index_sac.settings import (
     AnyParserSettings,
     ComponentSettings,
@@ -29,6 +31,11 @@ from llama_index_sac.settings import (
 
 __all__ = [
     "DOCUMENT_METADATA_KEYS",
+    "EmbedBackendChoice",
+    "EmbedGraphChoice",
+    "EmbedPrecisionChoice",
+    "ParserChoice",
+    "SummarizerChoice",
     "PARSER_KINDS",
     "SUMMARIZER_KINDS",
     "AugmentationSettings",
@@ -133,3 +140,18 @@ def settings_class(section: str, kind: str) -> type[ComponentSettings] | None:
     """The settings class of ``kind`` in ``section`` (``"parser"`` or ``"summarizer"``), or None if unknown."""
     sections: dict[str, dict[str, Any]] = {"parser": _PARSERS, "summarizer": _SUMMARIZERS}
     return sections.get(section, {}).get(kind)
+
+
+# the CLI's choices, read from the declarations above (type checkers see plain strings)
+if TYPE_CHECKING:
+    ParserChoice = str
+    SummarizerChoice = str
+    EmbedBackendChoice = str
+    EmbedPrecisionChoice = str
+    EmbedGraphChoice = str
+else:
+    EmbedBackendChoice = Literal[EMBED_BACKENDS]
+    EmbedPrecisionChoice = Literal[EMBED_PRECISIONS]
+    EmbedGraphChoice = Literal[GRAPH_KINDS]
+    ParserChoice = Literal[PARSER_KINDS]
+    SummarizerChoice = Literal[tuple(k for k in SUMMARIZER_KINDS if k != "none")]  # --summarizer: of SAC configs
