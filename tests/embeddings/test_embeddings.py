@@ -41,6 +41,7 @@ def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     emb._file_sha256.cache_clear()
 
 
+@pytest.mark.slow
 @offline_installed
 def test_offline_weights_are_verified(minilm) -> None:
     folder = offline_model_path()

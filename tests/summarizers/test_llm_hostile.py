@@ -79,6 +79,7 @@ def test_a_hung_endpoint_costs_at_most_document_timeout() -> None:
     assert server.base in str(info.value) and len(server.received) == 1  # cut off during the first request
 
 
+@pytest.mark.slow
 def test_summarize_from_a_plain_script_reuses_its_connections_cleanly(tmp_path: Path) -> None:
     script = tmp_path / "plain.py"
     script.write_text(textwrap.dedent(f"""

@@ -570,6 +570,7 @@ def test_llm_server_failing_or_down_is_one_error_naming_endpoint_and_document(tm
         assert len(standin.received) >= 1
 
 
+@pytest.mark.slow
 def test_entry_point_exits_cleanly_without_traceback(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "llama_index_sac.apps.cli", "eval", "--data-dir", str(tmp_path / "missing")],

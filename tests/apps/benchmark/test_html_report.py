@@ -208,6 +208,7 @@ def test_page_rendered_in_chromium(run, tmp_path):
         assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 200
 
 
+@pytest.mark.slow
 @requires_chromium
 def test_published_slim_results_tables_plots_and_confusions_only(tmp_path):
     # a published results.json as a plain dictionary: slim, its per-query records left out (the first schema version
@@ -313,6 +314,7 @@ def test_report_html_of_a_run_folder_regenerates_the_texts(run, tmp_path):
     assert query.all("div", cls="col")[0].attrs["data-config"] == "sac"
 
 
+@pytest.mark.slow
 def test_report_html_of_a_legalbench_run_reads_the_data_folder(tmp_path):
     from tests.apps.benchmark.test_legalbenchrag import make_data
 

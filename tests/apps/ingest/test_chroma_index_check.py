@@ -98,6 +98,7 @@ def test_a_damaged_index_is_named_before_hnswlib_reads_it(damage: object, why: s
     assert message is not None and f"its vector index {folder.name}/ is damaged: {why}" in message
 
 
+@pytest.mark.slow
 def test_random_bytes_over_data_level0_are_one_error_line_not_a_segfault(tmp_path: Path) -> None:
     store = tmp_path / "store"
     _random(build(store) / "data_level0.bin")

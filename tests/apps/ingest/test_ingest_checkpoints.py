@@ -132,6 +132,7 @@ ingest([sys.argv[1]], sys.argv[2], IngestSettings(show_progress=False), embed_mo
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["chroma", pytest.param("qdrant", marks=pytest.mark.slow)])
 def test_a_crash_between_new_rows_and_the_record_then_a_revert_is_repaired(kind: str, tmp_path: Path) -> None:
     """Hostile round 2, F6: a file is edited, the process dies (``os._exit``) after the edit's rows are written but

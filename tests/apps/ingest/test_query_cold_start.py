@@ -114,6 +114,7 @@ def test_the_query_command_imports_neither_torch_nor_transformers(tmp_path: Path
     assert lines[0].startswith("1. score ") and json.loads(lines[-1]) == []
 
 
+@pytest.mark.slow
 def test_the_query_process_ends_with_the_commands_status(tmp_path: Path) -> None:
     """``main()`` ends a ``query`` process as soon as its output is flushed: the status and the lines are kept."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
