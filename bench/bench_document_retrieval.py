@@ -1,7 +1,8 @@
 """Query latency of DocumentAwareRetriever against plain dense retrieval over the 244,615-chunk index of all 714
 LegalBench-RAG documents (goal: at most 2x, median over the 776 mini queries, side by side in one run): the
 retriever as it ranked before the within-document options (``before``) and with them (``ranked``: the question's
-lexical score, the prior's hub fix, two-word names, as given by the options below).
+lexical score, the clause order by the question's own embedding, the prior's hub fix, two-word names, as given by the
+options below).
 
 The chunks are the real 500-character recursive chunks of the 714 documents with their real extractive summaries
 (term table built from the 714 documents, as ``llama-sac eval`` does) and the queries are the real 776 mini queries;
@@ -9,7 +10,12 @@ the VECTORS are seeded random unit vectors (384 dimensions, float32): latency do
 this keeps the benchmark to minutes instead of the two hours of embedding the corpus takes here. Both retrievers run
 over the same ``NumpyVectorStore`` (exact cosine), interleaved query by query.
 
+By default the query vectors are given (random) and the question's embedding is a mock: the times are the search
+alone. ``--embed`` makes every retriever embed its query with the default model (and ``ranked`` its question too):
+the times a user waits, embedding included.
+
     python bench/bench_document_retrieval.py --k 64 --json /tmp/bench_docret.json
+    python bench/bench_document_retrieval.py --k 64 --embed --json /tmp/bench_docret_embed.json
     python bench/bench_document_retrieval.py --k 64 --lexical-weight 0.05 --prior-margin 0.5 --name-pairs
 """
 
@@ -37,7 +43,9 @@ from llama_index_sac import (  # noqa: E402
     load_legalbenchrag,
 )
 from llama_index_sac.apps.benchmark.environment import peak_memory_mb  # noqa: E402
+from llama_index_sac.embeddings.default import default_embedding_model  # noqa: E402
 from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT  # noqa: E402
+from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT  # noqa: E402
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex  # noqa: E402
 
 DATASETS = ["contractnli", "cuad", "maud", "privacy_qa"]
@@ -49,6 +57,8 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--lexical-weight", type=float, default=DEFAULT_LEXICAL_WEIGHT)
+    parser.add_argument("--question-weight", type=float, default=DEFAULT_QUESTION_WEIGHT)
+    parser.add_argument("--embed", action="store_true", help="embed each query (and question) with the default model")
     parser.add_argument("--prior-margin", type=float, default=0.0)
     parser.add_argument("--require-name-match", action="store_true")
     parser.add_argument("--name-pairs", action="store_true")
@@ -67,6 +77,8 @@ def main() -> None:
     store = NumpyVectorStore()
     index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store),
                              embed_model=MockEmbedding(embed_dim=args.dim))  # vectors are given: never called
+    if args.embed:
+        index._embed_model = default_embedding_model()  # the queries are embedded at retrieval
     index_clock = time.perf_counter()
     documents_index = DocumentIndex.from_nodes(nodes, name_pairs=False)  # summaries + names of the 714 texts
     document_index_s = time.perf_counter() - index_clock
@@ -76,8 +88,10 @@ def main() -> None:
     ranked_index_s = time.perf_counter() - pairs_clock
     built = time.perf_counter() - clock
     dense = index.as_retriever(similarity_top_k=args.k)
-    aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=args.k, lexical_weight=0.0)
-    ranked = DocumentAwareRetriever(index, ranked_index, similarity_top_k=args.k, lexical_weight=args.lexical_weight)
+    aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=args.k, lexical_weight=0.0,
+                                   question_weight=0.0)
+    ranked = DocumentAwareRetriever(index, ranked_index, similarity_top_k=args.k, lexical_weight=args.lexical_weight,
+                                    question_weight=args.question_weight)
     queries = [(q.query, rng.standard_normal(args.dim).astype(np.float32)) for q in bench.queries]
     dense.retrieve(QueryBundle(queries[0][0], embedding=queries[0][1].tolist()))  # the matrix is built once
     plain_s, aware_s, ranked_s = [], [], []
@@ -85,7 +99,7 @@ def main() -> None:
         # interleaved; the order of the three rotates from query to query so no one always runs first
         runs = [(dense, plain_s), (aware, aware_s), (ranked, ranked_s)]
         for retriever, times in runs[i % 3:] + runs[: i % 3]:
-            bundle = QueryBundle(text, embedding=vector.tolist())
+            bundle = QueryBundle(text) if args.embed else QueryBundle(text, embedding=vector.tolist())
             t0 = time.perf_counter()
             retriever.retrieve(bundle)
             times.append(time.perf_counter() - t0)
@@ -100,7 +114,9 @@ def main() -> None:
         "dense_p90_ms": 1000 * sorted(plain_s)[int(0.9 * len(plain_s))],
         "aware_p90_ms": 1000 * sorted(aware_s)[int(0.9 * len(aware_s))],
         "ranked_p90_ms": 1000 * sorted(ranked_s)[int(0.9 * len(ranked_s))],
-        "ranked_options": {"lexical_weight": args.lexical_weight, "prior_margin": args.prior_margin,
+        "embedded": args.embed,
+        "ranked_options": {"lexical_weight": args.lexical_weight, "question_weight": args.question_weight,
+                           "prior_margin": args.prior_margin,
                            "require_name_match": args.require_name_match, "name_pairs": args.name_pairs},
         "ranked_document_index_s": ranked_index_s,
         "peak_memory_mb": peak_memory_mb(),

@@ -1,18 +1,22 @@
 """Choose the within-document ranking options of DocumentAwareRetriever WITHOUT the test queries.
 
-Grid: ``lexical_weight`` (the question's BM25 over the candidate chunks) x the prior's hub fix (``prior_margin``,
-``require_name_match``) x ``name_pairs`` (two-word names); every other option at the package default
-(``prior_weight``, ``focus_documents``, ``name_weight``, ``candidate_top_k``). Plain dense retrieval of the same
-embeddings is run beside it for reference.
+Grid: ``lexical_weight`` (the question's BM25 over the candidate chunks) x stemming (Snowball stems or the words as
+they are) x ``question_weight`` (the question's own dense score in the order of a located document's chunks);
+``lexical_scope`` "located", no hub fix, no two-word names (the choices of the previous grid, ``docs/results.md``
+section 6i), every other option at the package default (``prior_weight``, ``focus_documents``, ``name_weight``,
+``candidate_top_k``). ``--grid scope`` runs the previous grid instead (``lexical_weight`` x ``lexical_scope`` x the
+prior's hub fix x ``name_pairs``, no stemming, question weight 0). Plain dense retrieval of the same embeddings is
+run beside it for reference.
 
 Protocol (leave-one-dataset-out over LegalBench-RAG's four datasets, as ``bench/tune_document_retrieval.py``): every
 grid point runs once on all queries; for each held-out dataset D the grid point with the best objective on the OTHER
 three datasets is chosen and D is scored with it. The objective is the unweighted mean over
 the three datasets of the mean over k of ``precision + recall - DRM``. The package defaults are the values chosen
-most often across the four folds (ties: the point nearest the current ranking: smaller weight, fix off, pairs off).
+most often across the four folds (ties: the point nearest the current ranking: smaller weight, fix off, pairs off,
+no stemming, smaller question weight).
 
-    python bench/tune_chunk_ranking.py --data-dir ../shared/data/legalbenchrag --base default \\
-        --cache-dir /work/cache --json /tmp/rank/tune-default.json
+    python bench/tune_chunk_ranking.py --data-dir ../shared/data/legalbenchrag --base default --embed-graph plain \\
+        --cache-dir /work/cache --json /tmp/rank/tune-clause-default.json
     python bench/tune_chunk_ranking.py --data-dir ../shared/data/legalbenchrag --base sac --cache-dir /work/cache
     python bench/tune_chunk_ranking.py --synthetic 24                  # the built-in contracts (2 datasets)
 
@@ -23,8 +27,9 @@ One pass of the ``llama-sac eval`` pipeline (its parser, summaries, augmentation
 chunks and their vectors once; every grid point then queries the same ``NumpyVectorStore`` index through a
 :class:`DocumentAwareRetriever` that remembers the store's answers (a dense query's hits depend on the query, k and
 the document filter only) and the question's lexical score at weight 1 (it depends on the query, the candidates and
-the located names only), so the grid costs one dense pass plus the priors and fusions. The scores are those of the
-plain retriever (the same code ranks; only repeated store queries and lexical scores are read from memory).
+the located names only) and the question's embedding, so the grid costs one dense pass plus the priors and fusions.
+The scores are those of the plain retriever (the same code ranks; only repeated store queries, lexical scores and
+question embeddings are read from memory).
 """
 
 from __future__ import annotations
@@ -52,9 +57,12 @@ from llama_index_sac.apps.benchmark.runner import _augment, _EmbedTexts, _QueryV
 from llama_index_sac.evaluation.evaluator import RetrievalQualityEvaluator
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
 from llama_index_sac.retrievers.document_index import DocumentIndex
-from llama_index_sac.retrievers.fusion import fuse, lexical_bonus
+from llama_index_sac.retrievers.fusion import lexical_bonus
 
 LEXICAL_WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2)
+CLAUSE_LEXICAL_WEIGHTS = (0.0, 0.05, 0.1, 0.2)
+QUESTION_WEIGHTS = (0.0, 0.25, 0.5, 0.75)
+STEMMING = (False, True)
 #: (prior_margin, require_name_match): off, a margin, a name match, both.
 # require_name_match=True was in the first grid (section 6i); no fold chose it, and the second grid leaves it out
 HUB_FIXES = ((0.0, False), (0.5, False))
@@ -62,14 +70,27 @@ LEXICAL_SCOPES = ("candidates", "located")
 NAME_PAIRS = (False, True)
 BASES = {"default": "default", "sac": "sac-doc"}
 METRICS = ("drm", "precision", "recall")
-OPTIONS = ("lexical_weight", "lexical_scope", "prior_margin", "require_name_match", "name_pairs")
+OPTIONS = ("lexical_weight", "lexical_scope", "prior_margin", "require_name_match", "name_pairs", "stem",
+           "question_weight")
 
-Point = tuple[float, str, float, bool, bool]  # the values of OPTIONS
+Point = tuple[float, str, float, bool, bool, bool, float]  # the values of OPTIONS
 
 
 def point_name(point: Point) -> str:
-    lexical, scope, margin, match, pairs = point
-    return f"l{lexical}-{scope[0]}-m{margin}-r{int(match)}-p{int(pairs)}"
+    lexical, scope, margin, match, pairs, stem, question = point
+    return f"l{lexical}-{scope[0]}-m{margin}-r{int(match)}-p{int(pairs)}-s{int(stem)}-q{question}"
+
+
+def grid_points(grid: str) -> list[Point]:
+    """The grid's points: ``"clause"`` (the default) or ``"scope"`` (the previous grid, module docstring)."""
+    if grid == "scope":
+        return [(lexical, scope, margin, match, pairs, False, 0.0)
+                for (margin, match), pairs in itertools.product(HUB_FIXES, NAME_PAIRS)
+                for lexical, scope in itertools.product(LEXICAL_WEIGHTS, LEXICAL_SCOPES)
+                if lexical > 0 or scope == LEXICAL_SCOPES[0]]  # no lexical score: the scope changes nothing
+    return [(lexical, "located", 0.0, False, False, stem, question)
+            for lexical, stem, question in itertools.product(CLAUSE_LEXICAL_WEIGHTS, STEMMING, QUESTION_WEIGHTS)
+            if lexical > 0 or not stem]  # no lexical score: stemming changes nothing
 
 
 class _Remembered:
@@ -92,26 +113,37 @@ class _Remembered:
 
 
 class RememberingRetriever(DocumentAwareRetriever):
-    """:class:`DocumentAwareRetriever` whose store answers and unit lexical scores come from shared memories."""
+    """:class:`DocumentAwareRetriever` whose store answers, unit lexical scores and question embeddings come from
+    shared memories; ``stem``: the lexical score's stemming."""
 
     dense_memory: dict[Any, list[NodeWithScore]] = {}
     lexical_memory: dict[Any, dict[str, float]] = {}
+    question_memory: dict[str, list[float]] = {}
+
+    def __init__(self, *args: Any, stem: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stem = stem
 
     def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> Any:
         key = (top_k, tuple(doc_ids or ()))
         return _Remembered(super()._dense(top_k, doc_ids), key, self.dense_memory)
 
-    def _rank(self, hits: list[NodeWithScore], prior: Mapping[str, float], query: str) -> list[NodeWithScore]:
-        bonus = None
-        if self.lexical_weight > 0:
-            located = self._top(prior, max(1, self.focus_documents))
-            names = frozenset().union(*(self.document_index.names_of(d) for d in located))
-            scope = located if self.lexical_scope == "located" and prior else None
-            key = (query, tuple(h.node.node_id for h in hits), names, tuple(scope or ()))
-            if key not in self.lexical_memory:
-                self.lexical_memory[key] = lexical_bonus(hits, query, 1.0, names, scope)
-            bonus = {node_id: self.lexical_weight * value for node_id, value in self.lexical_memory[key].items()}
-        return fuse(hits, prior, self.prior_weight, self.similarity_top_k, bonus)
+    def _question(self, query_bundle: QueryBundle, prior: Mapping[str, float]) -> QueryBundle | None:
+        question = super()._question(query_bundle, prior)
+        if question is not None:
+            assert self.index is not None
+            if question.query_str not in self.question_memory:
+                self.question_memory[question.query_str] = self.index._embed_model.get_query_embedding(
+                    question.query_str)
+            question.embedding = self.question_memory[question.query_str]
+        return question
+
+    def _lexical(self, hits: list[NodeWithScore], query: str, names: frozenset[str],
+                 scope: list[str] | None) -> dict[str, float]:
+        key = (query, tuple(h.node.node_id for h in hits), names, tuple(scope or ()), self.stem)
+        if key not in self.lexical_memory:
+            self.lexical_memory[key] = lexical_bonus(hits, query, 1.0, names, scope, stem=self.stem)
+        return self.lexical_memory[key]
 
 
 def summary(aggregates: Mapping[str, Any], dataset: str) -> dict[str, float]:
@@ -136,14 +168,17 @@ def main() -> None:
     parser.add_argument("--base", choices=sorted(BASES), default="default")
     parser.add_argument("--cache-dir", type=Path, help="the embedding cache (default: the runner's)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--grid", choices=("clause", "scope"), default="clause")
+    parser.add_argument("--embed-graph", choices=("plain", "fused"), default="fused",
+                        help="the ONNX graph of the default model (plain: the vectors of the published runs)")
     args = parser.parse_args()
     if (args.data_dir is None) == (args.synthetic is None):
         sys.exit("error: give --data-dir or --synthetic N")
     options = (LoaderOptions(source="legalbenchrag", data_dir=str(args.data_dir)) if args.data_dir is not None
                else LoaderOptions(source="synthetic", n_documents=args.synthetic))
     benchmark, options = factories.load_benchmark(options)
-    settings = RunSettings(show_progress=False) if args.cache_dir is None else RunSettings(
-        show_progress=False, cache_dir=args.cache_dir)
+    settings = RunSettings(show_progress=False, embed_graph=args.embed_graph, **(
+        {} if args.cache_dir is None else {"cache_dir": args.cache_dir}))
     config = parse_config(BASES[args.base])
     clock = time.perf_counter()
     model = factories.load_embedding_model(settings.embed_model, settings.embed_options(), False)
@@ -175,30 +210,28 @@ def main() -> None:
 
     dr = config.document_retrieval
     table: dict[str, dict[str, dict[str, float]]] = {"dense": evaluate(index.as_retriever(similarity_top_k=top_k))}
-    grid: list[Point] = []
-    for (margin, match), pairs in itertools.product(HUB_FIXES, NAME_PAIRS):
-        documents_index = DocumentIndex.from_nodes(
-            nodes, name_weight=dr.name_weight, max_document_frequency=dr.max_name_frequency, name_pairs=pairs,
-            prior_margin=margin, require_name_match=match)
-        for lexical, scope in itertools.product(LEXICAL_WEIGHTS, LEXICAL_SCOPES):
-            if lexical == 0 and scope != LEXICAL_SCOPES[0]:
-                continue  # no lexical score: the scope changes nothing
-            point = (lexical, scope, margin, match, pairs)
-            clock = time.perf_counter()
-            table[point_name(point)] = evaluate(RememberingRetriever(
-                index, documents_index, similarity_top_k=top_k, candidate_top_k=dr.candidate_top_k,
-                prior_weight=dr.prior_weight, focus_documents=dr.focus_documents, lexical_weight=lexical,
-                lexical_scope=scope))
-            grid.append(point)
-            print(f"{point_name(point)}: objective {objective(table[point_name(point)], list(table['dense'])):.4f} "
-                  f"({time.perf_counter() - clock:.1f} s)")
-    before_name = point_name((0.0, LEXICAL_SCOPES[0], 0.0, False, False))  # the ranking before these options
+    grid = grid_points(args.grid)
+    indexes: dict[tuple[float, bool, bool], DocumentIndex] = {}
+    for point in grid:
+        lexical, scope, margin, match, pairs, stem, question = point
+        if (margin, match, pairs) not in indexes:
+            indexes[margin, match, pairs] = DocumentIndex.from_nodes(
+                nodes, name_weight=dr.name_weight, max_document_frequency=dr.max_name_frequency, name_pairs=pairs,
+                prior_margin=margin, require_name_match=match)
+        clock = time.perf_counter()
+        table[point_name(point)] = evaluate(RememberingRetriever(
+            index, indexes[margin, match, pairs], similarity_top_k=top_k, candidate_top_k=dr.candidate_top_k,
+            prior_weight=dr.prior_weight, focus_documents=dr.focus_documents, lexical_weight=lexical,
+            lexical_scope=scope, question_weight=question, stem=stem))
+        print(f"{point_name(point)}: objective {objective(table[point_name(point)], list(table['dense'])):.4f} "
+              f"({time.perf_counter() - clock:.1f} s)", flush=True)
+    before_name = point_name(grid[0])  # the ranking before these options
     datasets = list(table["dense"])
     folds: dict[str, Any] = {}
     for held_out in datasets:
         train = [d for d in datasets if d != held_out]
         best = max(grid, key=lambda p: (objective(table[point_name(p)], train), -p[0], p[1] == "located", -p[2],
-                                        -p[3], -p[4]))
+                                        -p[3], -p[4], -p[5], -p[6]))
         folds[held_out] = {
             "chosen": dict(zip(OPTIONS, best)),
             "train_objective": objective(table[point_name(best)], train),
@@ -209,7 +242,8 @@ def main() -> None:
     default = sorted(votes.items(), key=lambda item: (-item[1], item[0]))[0][0]
     mean = {key: {m: statistics.fmean(f[key][m] for f in folds.values()) for m in folds[datasets[0]][key]}
             for key in ("held_out", "held_out_before", "held_out_dense")}
-    report = {"base": args.base, "benchmark": benchmark.description, "chunks": len(nodes), "grid": grid,
+    report = {"base": args.base, "grid_kind": args.grid, "benchmark": benchmark.description, "chunks": len(nodes),
+              "grid": grid,
               "folds": folds, "mean_of_folds": mean,
               "default": dict(zip(OPTIONS, default)),
               "per_point": table}

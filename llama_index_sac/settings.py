@@ -44,6 +44,7 @@ from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNode
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.semantic import BreakpointMethod
 from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_SCOPE, DEFAULT_LEXICAL_WEIGHT, LexicalScope
+from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT
 from llama_index_sac.retrievers.document_aware import (
     DEFAULT_CANDIDATE_TOP_K,
     DEFAULT_FOCUS_DOCUMENTS,
@@ -343,6 +344,9 @@ class DocumentRetrievalSettings(BaseModel):
     lexical_scope: LexicalScope = Field(
         default=DEFAULT_LEXICAL_SCOPE, description="The candidates the question's BM25 ranks: those of the located "
         "documents (all when none is located), or every candidate.")
+    question_weight: float = Field(default=DEFAULT_QUESTION_WEIGHT, ge=0.0, le=1.0, allow_inf_nan=False,
+                                   description="Share of the question's own dense score (the query without its "
+                                               "locator clause) in the order of a located document's chunks.")
 
 
 # -- embedding models --------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ LAYERS = [
     ("settings",),
     HARNESS,
 ]
-CORE = {"llama_index", "numpy", "nupunkt", "nltk", "pydantic", "pydantic_core", "tqdm", "httpx", "llama_index_sac"}
+CORE = {"llama_index", "numpy", "nupunkt", "nltk", "pydantic", "pydantic_core", "tqdm", "httpx", "llama_index_sac",
+        "Stemmer"}  # PyStemmer
 MAX_LINES = 450
 
 

@@ -16,7 +16,8 @@ BM25 (Okapi, ``k1`` and ``b`` below, Lucene's idf ``ln(1 + (N - df + 0.5) / (df 
 candidates only: the document frequencies are those of the ``N`` candidate chunks of this query, so a word every
 candidate shares (the document's own vocabulary) weighs little and a word few candidates use weighs much. Each
 distinct question word counts once. Words are :func:`~llama_index_sac.retrievers.document_names.word_tokens`
-(lower-cased, stop words out, no stemming). One pass over each candidate's text.
+(lower-cased, stop words out), each reduced to its Snowball English stem (PyStemmer) on both sides, so "copies",
+"copy" and "copying" meet, as do "terminate" and "termination". One pass over each candidate's text.
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ from collections.abc import Iterable, Sequence
 from typing import Literal, get_args
 
 import numpy as np
+import Stemmer
 
 from llama_index_sac.retrievers.document_names import word_tokens
 
 __all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_SCOPE", "DEFAULT_LEXICAL_WEIGHT", "LEXICAL_SCOPES", "LOCATOR_WORDS",
-           "LexicalScope", "lexical_scores", "question_text", "question_tokens"]
+           "LexicalScope", "lexical_scores", "question_text", "question_tokens", "stems"]
 
 #: Weight of the lexical score in the fused score, in cosine units (0: off, the ranking of ``docs/results.md``
 #: section 6), chosen with the scope below leave-one-dataset-out (``bench/tune_chunk_ranking.py``, section 6i).
@@ -50,6 +52,8 @@ BM25_B = 0.75
 #: Words that open a leading clause locating the document ("Consider ...;", "In ...;", "Regarding ...;").
 LOCATOR_WORDS = ("consider", "in", "regarding", "under", "for", "about", "re", "per", "within", "from")
 # a leading locator clause: a locating word, then up to 400 characters without a semicolon or line break, then ";"
+# Snowball English (the Porter2 stemmer); its own cache of recent words
+_STEMMER = Stemmer.Stemmer("english")
 _LOCATOR_RE = re.compile(r"\s*(?:" + "|".join(LOCATOR_WORDS) + r")\b[^;\n]{0,400};", re.IGNORECASE)
 
 
@@ -81,22 +85,29 @@ def question_tokens(query: str, locator_names: Iterable[str] = ()) -> list[str]:
     return list(seen)
 
 
-def lexical_scores(question: Sequence[str], texts: Sequence[str]) -> np.ndarray:
+def stems(words: Sequence[str]) -> list[str]:
+    """The Snowball English stem of each of ``words`` (lower-case words, e.g. :func:`word_tokens`), in order."""
+    return list(_STEMMER.stemWords(words))
+
+
+def lexical_scores(question: Sequence[str], texts: Sequence[str], *, stem: bool = True) -> np.ndarray:
     """BM25 of the ``question`` words against each of ``texts`` (the candidates, module docstring), divided by the
     largest: shape ``(len(texts),)``, in [0, 1]; all 0 when no candidate holds a question word (or no question word,
-    or no text).
+    or no text). ``stem``: compare Snowball stems (the default) or the words as they are.
 
     Raises:
         TypeError: a text is not a str."""
     n = len(texts)
     if n == 0 or not question:
         return np.zeros(n, dtype=np.float64)
-    wanted = set(question)
+    wanted = set(stems(question) if stem else question)
     counts: list[Counter[str]] = []
     lengths = np.empty(n, dtype=np.float64)
     df: Counter[str] = Counter()
     for i, text in enumerate(texts):
         words = word_tokens(text)
+        if stem:
+            words = stems(words)
         lengths[i] = len(words)
         kept = Counter(w for w in words if w in wanted)
         counts.append(kept)

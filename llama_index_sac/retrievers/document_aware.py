@@ -20,8 +20,14 @@ the dense chunk score:
    ``lexical`` (:mod:`.chunk_lexical`) is the BM25 of the question (the query without what locates the document:
    a leading "Consider ...;" clause and the distinctive names of the top-prior documents) against the candidates'
    text, divided by the best candidate's: it picks the clause inside the document the prior picked.
+4. **Clause order** (:mod:`.clause_order`). The places each located document won keep their document; they are
+   refilled by that document's chunks in the order of ``(1 - question_weight) * dense(query) + question_weight *
+   dense(question) + lexical_weight * lexical``, the question embedded alone and searched in each located document
+   (one more embedding and one filtered dense query per located document, only when the query has a locator
+   clause).
 
-The defaults (``prior_weight``, ``focus_documents``, ``name_weight``; ``lexical_weight`` and the document index's
+The defaults (``prior_weight``, ``focus_documents``, ``name_weight``; ``lexical_weight``, ``question_weight`` and the
+document index's
 ``prior_margin``, ``require_name_match`` and ``name_pairs``) were chosen by leave-one-dataset-out over
 LegalBench-RAG's four datasets, never on the queries they are scored on (``bench/tune_document_retrieval.py``,
 ``bench/tune_chunk_ranking.py``).
@@ -65,7 +71,13 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.embeddings.default import default_embedding_model, embedding_from_identity, is_default_model
 from llama_index_sac.embeddings.model import embedding_identity
-from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_SCOPE, DEFAULT_LEXICAL_WEIGHT, LEXICAL_SCOPES
+from llama_index_sac.retrievers.chunk_lexical import (
+    DEFAULT_LEXICAL_SCOPE,
+    DEFAULT_LEXICAL_WEIGHT,
+    LEXICAL_SCOPES,
+    question_text,
+)
+from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT, order_within_documents
 from llama_index_sac.retrievers.document_index import (  # re-exported: the import path of 0.1
     DEFAULT_NAME_WEIGHT,
     LOAD_MAX_BYTES,
@@ -75,9 +87,11 @@ from llama_index_sac.retrievers.document_index import (  # re-exported: the impo
 )
 from llama_index_sac.retrievers.fusion import fuse, lexical_bonus, with_document
 
+_Hits = list[NodeWithScore]
+
 __all__ = ["DEFAULT_CANDIDATE_TOP_K", "DEFAULT_FOCUS_DOCUMENTS", "DEFAULT_LEXICAL_WEIGHT", "DEFAULT_NAME_WEIGHT",
-           "DEFAULT_PRIOR_WEIGHT", "LOAD_MAX_BYTES", "MAX_NAME_OCCURRENCES", "PERSIST_FNAME", "DocumentAwareRetriever",
-           "DocumentIndex", "StaleDocumentIndexWarning"]
+           "DEFAULT_PRIOR_WEIGHT", "DEFAULT_QUESTION_WEIGHT", "LOAD_MAX_BYTES", "MAX_NAME_OCCURRENCES", "PERSIST_FNAME",
+           "DocumentAwareRetriever", "DocumentIndex", "StaleDocumentIndexWarning"]
 
 #: Defaults (see the module docstring: chosen without the test queries).
 DEFAULT_PRIOR_WEIGHT = 0.3
@@ -105,13 +119,15 @@ class DocumentAwareRetriever(BaseRetriever):
             filtered to each; None: 2 for a vector index, 0 otherwise. lexical_weight: weight of the question's
             BM25 over the candidates (module docstring; same units as ``prior_weight``; 0: off). lexical_scope:
             ``"located"`` (the chunks of the located documents, :data:`~.chunk_lexical.LEXICAL_SCOPES`) or
-            ``"candidates"`` (every candidate). doc_id_key: the
+            ``"candidates"`` (every candidate). question_weight: share of the question's dense score in the
+            order of each located document's chunks (module docstring, in [0, 1]; 0: the fused order; only over
+            a vector index). doc_id_key: the
             metadata key the store filters document ids on. filters: metadata filters of every dense query.
 
     Raises:
         ValueError: a count below 1 (``focus_documents`` below 0, or above 0 for a retriever that cannot be
-            filtered), a ``prior_weight`` or ``lexical_weight`` negative or not finite, an unknown
-            ``lexical_scope``; at retrieval, a blank query
+            filtered), a ``prior_weight`` or ``lexical_weight`` negative or not finite, a ``question_weight``
+            outside [0, 1], an unknown ``lexical_scope``; at retrieval, a blank query
             without an embedding.
         TypeError: ``document_index`` is not a :class:`DocumentIndex`, or ``index`` neither an index nor a retriever.
 
@@ -123,7 +139,7 @@ class DocumentAwareRetriever(BaseRetriever):
                  similarity_top_k: int = 10, candidate_top_k: int = DEFAULT_CANDIDATE_TOP_K,
                  prior_weight: float = DEFAULT_PRIOR_WEIGHT, focus_documents: int | None = None,
                  lexical_weight: float = DEFAULT_LEXICAL_WEIGHT, lexical_scope: str = DEFAULT_LEXICAL_SCOPE,
-                 doc_id_key: str = "ref_doc_id",
+                 question_weight: float = DEFAULT_QUESTION_WEIGHT, doc_id_key: str = "ref_doc_id",
                  filters: MetadataFilters | None = None,
                  callback_manager: CallbackManager | None = None) -> None:
         wrapped: BaseRetriever | None = None
@@ -147,6 +163,9 @@ class DocumentAwareRetriever(BaseRetriever):
             if (isinstance(weight, bool) or not isinstance(weight, (int, float))
                     or not (weight >= 0 and math.isfinite(weight))):
                 raise ValueError(f"{name} must be a finite number >= 0, got {weight!r}")
+        if (isinstance(question_weight, bool) or not isinstance(question_weight, (int, float))
+                or not 0.0 <= question_weight <= 1.0):
+            raise ValueError(f"question_weight must be a number in [0, 1], got {question_weight!r}")
         if lexical_scope not in LEXICAL_SCOPES:
             raise ValueError(f"lexical_scope must be one of {', '.join(LEXICAL_SCOPES)}, got {lexical_scope!r}")
         if not isinstance(document_index, DocumentIndex):
@@ -161,6 +180,7 @@ class DocumentAwareRetriever(BaseRetriever):
         self.focus_documents = focus_documents
         self.lexical_weight = float(lexical_weight)
         self.lexical_scope = lexical_scope
+        self.question_weight = float(question_weight)
         self.doc_id_key = doc_id_key
         self.filters = filters
 
@@ -238,16 +258,40 @@ class DocumentAwareRetriever(BaseRetriever):
         # one query per focus document: each can fill the answer (one over several returns the longest one's chunks)
         return self._top(prior, self.focus_documents)
 
-    def _rank(self, hits: list[NodeWithScore], prior: Mapping[str, float], query: str) -> list[NodeWithScore]:
-        """The fused top ``similarity_top_k`` of ``hits``; the question's words lose the names of the top-prior
-        documents (as many as the focus documents, at least one)."""
-        bonus = None
+    def _located(self, prior: Mapping[str, float]) -> list[str]:
+        """The documents the prior located: the top-prior ones, as many as the focus documents and at least one."""
+        return self._top(prior, max(1, self.focus_documents))
+
+    def _question(self, query_bundle: QueryBundle, prior: Mapping[str, float]) -> QueryBundle | None:
+        """The question alone, to embed and search in the located documents; None when the clause order does not
+        use it (``question_weight`` 0, no prior, no vector index) or the query has no locator clause."""
+        if self.question_weight <= 0 or not prior or self.index is None:
+            return None
+        question = question_text(query_bundle.query_str)
+        return None if question == query_bundle.query_str else QueryBundle(query_str=question)
+
+    def _lexical(self, hits: _Hits, query: str, names: frozenset[str], scope: list[str] | None) -> dict[str, float]:
+        """node id -> the unit lexical score of each scored candidate."""
+        return lexical_bonus(hits, query, 1.0, names, scope)
+
+    def _rank(self, hits: _Hits, prior: Mapping[str, float], query: str,
+              question_hits: _Hits | None = None) -> _Hits:
+        """The fused top ``similarity_top_k`` of ``hits``, each located document's places in clause order
+        (``question_hits``: the question's filtered queries); the question's words lose the names of the located
+        documents."""
+        located = self._located(prior)
+        question_hits = question_hits or []
+        unit: dict[str, float] = {}
         if self.lexical_weight > 0:
-            located = self._top(prior, max(1, self.focus_documents))
             names = frozenset().union(*(self.document_index.names_of(d) for d in located))
             scope = located if self.lexical_scope == "located" and prior else None
-            bonus = lexical_bonus(hits, query, self.lexical_weight, names, scope)
-        return fuse(hits, prior, self.prior_weight, self.similarity_top_k, bonus)
+            unit = self._lexical([*hits, *question_hits], query, names, scope)
+        bonus = {node_id: self.lexical_weight * value for node_id, value in unit.items()}
+        ranked = fuse(hits, prior, self.prior_weight, self.similarity_top_k, bonus)
+        if not question_hits:
+            return ranked  # the clause order is the fused order
+        return order_within_documents(ranked, hits, question_hits, located, self.question_weight, unit,
+                                      self.lexical_weight)
 
     def _stale(self, doc_id: str, hits: list[NodeWithScore]) -> None:
         if not hits:
@@ -268,7 +312,14 @@ class DocumentAwareRetriever(BaseRetriever):
             found = self._dense(self.similarity_top_k, [doc_id]).retrieve(query_bundle)
             self._stale(doc_id, found)
             hits.extend(found)
-        return self._rank(hits, prior, query_bundle.query_str)
+        question_hits: _Hits = []
+        question = self._question(query_bundle, prior)
+        if question is not None:
+            if question.embedding is None:
+                question.embedding = self.index._embed_model.get_query_embedding(question.query_str)
+            for doc_id in self._located(prior):
+                question_hits.extend(self._dense(self.similarity_top_k, [doc_id]).retrieve(question))
+        return self._rank(hits, prior, query_bundle.query_str, question_hits)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """:meth:`_retrieve` without blocking the event loop: the wrapped retriever's and the store's async paths
@@ -278,15 +329,22 @@ class DocumentAwareRetriever(BaseRetriever):
             found = await self.retriever.aretrieve(query_bundle)
             return await asyncio.to_thread(self._rank, list(found), prior, query_bundle.query_str)
         assert self.index is not None
+        model = self.index._embed_model
         if query_bundle.embedding is None:
-            model = self.index._embed_model
             query_bundle.embedding = await model.aget_agg_embedding_from_queries(query_bundle.embedding_strs)
         focus = self._focus(prior)
+        question = self._question(query_bundle, prior)
+        asked = []
+        if question is not None:
+            if question.embedding is None:
+                question.embedding = await model.aget_query_embedding(question.query_str)
+            asked = [self._dense(self.similarity_top_k, [d]).aretrieve(question) for d in self._located(prior)]
         results = await asyncio.gather(self._dense(self.candidate_top_k).aretrieve(query_bundle),
                                        *(self._dense(self.similarity_top_k, [d]).aretrieve(query_bundle)
-                                         for d in focus))
+                                         for d in focus), *asked)
         hits = list(results[0])
         for doc_id, found in zip(focus, results[1:]):
             self._stale(doc_id, found)
             hits.extend(found)
-        return await asyncio.to_thread(self._rank, hits, prior, query_bundle.query_str)
+        question_hits = [hit for found in results[1 + len(focus):] for hit in found]
+        return await asyncio.to_thread(self._rank, hits, prior, query_bundle.query_str, question_hits)

@@ -24,20 +24,21 @@ def _unique(hits: Iterable[NodeWithScore]) -> dict[str, NodeWithScore]:
 
 
 def lexical_bonus(hits: Iterable[NodeWithScore], query: str, lexical_weight: float,
-                  locator_names: Iterable[str] = (), scope: Collection[str] | None = None) -> dict[str, float]:
+                  locator_names: Iterable[str] = (), scope: Collection[str] | None = None, *,
+                  stem: bool = True) -> dict[str, float]:
     """node id -> ``lexical_weight * lexical`` for each distinct candidate (a node once): the BM25 of the question
     (``query`` without its locator clause and ``locator_names``,
     :func:`~llama_index_sac.retrievers.chunk_lexical.question_tokens`) against the candidates' text (no metadata),
     divided by the best candidate's (:func:`~llama_index_sac.retrievers.chunk_lexical.lexical_scores`). ``scope``:
-    only the candidates of these document ids are scored (None or empty: every candidate). Empty with
-    ``lexical_weight`` 0."""
+    only the candidates of these document ids are scored (None or empty: every candidate). ``stem``: compare
+    Snowball stems (the default). Empty with ``lexical_weight`` 0."""
     if lexical_weight <= 0:
         return {}
     seen = _unique(hits)
     if scope:
         seen = {node_id: hit for node_id, hit in seen.items() if hit.node.ref_doc_id in scope}
     texts = [hit.node.get_content(metadata_mode=MetadataMode.NONE) for hit in seen.values()]
-    scores = lexical_scores(question_tokens(query, locator_names), texts)
+    scores = lexical_scores(question_tokens(query, locator_names), texts, stem=stem)
     return {node_id: lexical_weight * float(s) for node_id, s in zip(seen, scores) if s > 0}
 
 

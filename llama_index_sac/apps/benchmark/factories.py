@@ -226,6 +226,7 @@ def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseE
             index, documents, similarity_top_k=top_k, prior_weight=settings.prior_weight,
             focus_documents=settings.focus_documents, candidate_top_k=settings.candidate_top_k,
             lexical_weight=settings.lexical_weight, lexical_scope=settings.lexical_scope,
+            question_weight=settings.question_weight,
         )
     try:
         bm25_module = require_extra("llama_index.retrievers.bm25", "bm25", "retrieval=hybrid")

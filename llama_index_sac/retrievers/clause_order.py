@@ -1,0 +1,93 @@
+"""Which clause of a located document comes first: :func:`order_within_documents`.
+
+The document prior and the fused score decide WHICH DOCUMENT holds each place of the answer; inside a document the
+query names, the full query is a poor judge of the clause, because its locator clause ("Consider the Non-Disclosure
+Agreement between CEII and NDA; ...") matches the document's summary, which every chunk of the document embeds
+alike. The question alone (the query without the locator clause, :func:`~.chunk_lexical.question_text`) says which
+clause, in the dense space as in words (the "query translator" of arXiv 2508.13107, section 3).
+
+So the places a located document won in the fused ranking are refilled, best first, by that document's chunks in
+the order of their clause score::
+
+    clause(chunk) = (1 - question_weight) * dense(query, chunk) + question_weight * dense(question, chunk)
+                    + lexical_weight * lexical(chunk)
+
+over the document's candidates: the chunks the retriever already holds plus the top chunks of the document for the
+question embedding (one dense query filtered to the document). A chunk's score that the store did not return (the
+full query's for a chunk only the question found, or the question's for one only the query found) is the lowest
+that the store returned for that document: an upper bound, since the store returns the best. Each place keeps its
+fused score, so scores stay in order, and every place stays with its document: the document-level result (DRM) is
+the fused ranking's, only the order of each located document's own chunks changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+
+from llama_index.core.schema import NodeWithScore
+
+__all__ = ["DEFAULT_QUESTION_WEIGHT", "order_within_documents"]
+
+#: Share of the question's dense score in the clause score (0: the full query's alone, the fused order), chosen
+#: leave-one-dataset-out with the lexical weight (``bench/tune_chunk_ranking.py``, ``docs/results.md`` section 6j).
+DEFAULT_QUESTION_WEIGHT = 0.5
+
+
+def _lowest(scores: Iterable[float]) -> float | None:
+    values = list(scores)
+    return min(values) if values else None
+
+
+def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[NodeWithScore],
+                           question_hits: Iterable[NodeWithScore], documents: Collection[str],
+                           question_weight: float, lexical: Mapping[str, float] | None = None,
+                           lexical_weight: float = 0.0) -> list[NodeWithScore]:
+    """``ranked`` (the fused answer, best first) with each place held by a chunk of one of ``documents`` refilled by
+    that document's chunks in clause order (module docstring); places of other documents unchanged.
+
+    Args:
+        ranked: the fused top-k. candidates: every chunk the retriever holds, each with its dense score for the
+            full query (the first hit of a node counts). question_hits: chunks with their dense score for the
+            question (the question's filtered queries). documents: the located document ids. question_weight: in
+            [0, 1]. lexical: node id -> the unit lexical score (missing: 0). lexical_weight: its weight.
+
+    Returns:
+        A new list of the same length; each place keeps its fused ``score``."""
+    chosen = set(documents)
+    if not chosen or not any(hit.node.ref_doc_id in chosen for hit in ranked):
+        return list(ranked)
+    dense: dict[str, dict[str, NodeWithScore]] = {d: {} for d in chosen}
+    for hit in candidates:
+        doc = hit.node.ref_doc_id or ""
+        if doc in chosen:
+            dense[doc].setdefault(hit.node.node_id, hit)
+    question: dict[str, dict[str, NodeWithScore]] = {d: {} for d in chosen}
+    for hit in question_hits:
+        doc = hit.node.ref_doc_id or ""
+        if doc in chosen:
+            question[doc].setdefault(hit.node.node_id, hit)
+    extra = lexical or {}
+    queue: dict[str, list[NodeWithScore]] = {}
+    for doc in chosen:
+        found, asked = dense[doc], question[doc]
+        floor = _lowest(hit.score or 0.0 for hit in found.values()) or 0.0
+        question_floor = _lowest(hit.score or 0.0 for hit in asked.values())
+        clause: dict[str, float] = {}
+        for node_id in {**asked, **found}:
+            full = (found[node_id].score or 0.0) if node_id in found else floor
+            alone = (asked[node_id].score or 0.0) if node_id in asked else question_floor
+            alone = full if alone is None else alone  # no question query: the full query's
+            clause[node_id] = ((1.0 - question_weight) * full + question_weight * alone
+                               + lexical_weight * extra.get(node_id, 0.0))
+        pool = {**asked, **found}  # the node as the query found it, else as the question did
+        queue[doc] = [pool[node_id] for node_id in sorted(clause, key=lambda n: (-clause[n], n))]
+    out: list[NodeWithScore] = []
+    taken = {doc: 0 for doc in chosen}
+    for hit in ranked:
+        doc = hit.node.ref_doc_id or ""
+        if doc in chosen and taken[doc] < len(queue[doc]):
+            out.append(NodeWithScore(node=queue[doc][taken[doc]].node, score=hit.score))
+            taken[doc] += 1
+        else:
+            out.append(hit)
+    return out
