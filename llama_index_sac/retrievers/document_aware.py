@@ -24,11 +24,10 @@ the dense chunk score:
    refilled by that document's chunks in the order of ``(1 - question_weight) * dense(query) + question_weight *
    dense(question) + lexical_weight * lexical``, the question embedded alone and searched in each located document
    (one more embedding and one filtered dense query per located document, only when the query has a locator
-   clause).
+   clause). The lexical score's document frequencies then count those hits as candidates too.
 
 The defaults (``prior_weight``, ``focus_documents``, ``name_weight``; ``lexical_weight``, ``question_weight`` and the
-document index's
-``prior_margin``, ``require_name_match`` and ``name_pairs``) were chosen by leave-one-dataset-out over
+document index's ``prior_margin``, ``require_name_match`` and ``name_pairs``) were chosen by leave-one-dataset-out over
 LegalBench-RAG's four datasets, never on the queries they are scored on (``bench/tune_document_retrieval.py``,
 ``bench/tune_chunk_ranking.py``).
 The names' ``max_document_frequency`` (2%) is not held out: it was set before those runs, in a

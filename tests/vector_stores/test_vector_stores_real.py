@@ -448,3 +448,50 @@ def test_a_retriever_over_a_client_store_refuses_pickling_with_the_way_out(kind:
     again = DocumentAwareRetriever.from_defaults(opened["vector_store"], documents, embed_model=FakeEmbedding(),
                                                  similarity_top_k=3)
     assert [h.node.node_id for h in again.retrieve(question)] == before
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_the_clause_order_searches_the_question_in_the_real_stores(kind: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    import llama_index_sac.retrievers.document_aware as document_aware
+    from llama_index_sac import DocumentAwareRetriever, DocumentIndex
+
+    opened = open_store(kind, tmp_path / "store")
+    counting_pipeline(opened["vector_store"]).pipeline.run(documents=corpus())
+    index = VectorStoreIndex.from_vector_store(opened["vector_store"], embed_model=FakeEmbedding())
+    documents = DocumentIndex.from_source(index)
+    named = documents.summaries[documents.doc_ids[0]].replace(";", ",").replace("\n", " ")
+    query = f"Consider {named}; how long is information kept secret?"
+    asked: list[str] = []
+    places: list[tuple[list[Any], list[Any]]] = []
+    order = document_aware.order_within_documents
+
+    def watched(ranked: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        out = order(ranked, *args, **kwargs)
+        places.append(([(h.node.ref_doc_id, h.score) for h in ranked], [(h.node.ref_doc_id, h.score) for h in out]))
+        return out
+
+    monkeypatch.setattr(document_aware, "order_within_documents", watched)
+
+    class Watching(DocumentAwareRetriever):
+        def _question(self, bundle: Any, prior: Any) -> Any:
+            question = super()._question(bundle, prior)
+            if question is not None:
+                asked.append(question.query_str)
+            return question
+
+    new = Watching(index, documents, similarity_top_k=3)
+    got = new.retrieve(query)
+    assert asked == [" how long is information kept secret?"]  # searched in the located document of the store
+    assert len(places) == 1 and places[0][0] == places[0][1]  # each place keeps its document and fused score
+    assert [(h.node.ref_doc_id, h.score) for h in got] == places[0][1]
+
+    if kind == "qdrant":
+        return  # the local Qdrant store opened here has no async client
+
+    async def main() -> list[Any]:
+        return await new.aretrieve(query)
+
+    assert [(h.node.node_id, h.score) for h in asyncio.run(main())] == [(h.node.node_id, h.score) for h in got]
