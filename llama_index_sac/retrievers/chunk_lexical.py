@@ -17,11 +17,14 @@ candidates only: the document frequencies are those of the ``N`` candidate chunk
 candidate shares (the document's own vocabulary) weighs little and a word few candidates use weighs much. Each
 distinct question word counts once. Words are :func:`~llama_index_sac.retrievers.document_names.word_tokens`
 (lower-cased, stop words out), each reduced to its Snowball English stem (PyStemmer) on both sides, so "copies",
-"copy" and "copying" meet, as do "terminate" and "termination". One pass over each candidate's text.
+"copy" and "copying" meet, as do "terminate" and "termination". One pass over each candidate's text; the words of
+the last :data:`TEXT_CACHE_SIZE` texts are kept (least recently used out), since the questions about one contract
+score its chunks again and again.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -34,7 +37,7 @@ import Stemmer
 from llama_index_sac.retrievers.document_names import word_tokens
 
 __all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_SCOPE", "DEFAULT_LEXICAL_WEIGHT", "LEXICAL_SCOPES", "LOCATOR_WORDS",
-           "LexicalScope", "lexical_scores", "question_text", "question_tokens", "stems"]
+           "TEXT_CACHE_SIZE", "LexicalScope", "lexical_scores", "question_text", "question_tokens", "stems"]
 
 #: Weight of the lexical score in the fused score, in cosine units (0: off, the ranking of ``docs/results.md``
 #: section 6), chosen with the scope below leave-one-dataset-out (``bench/tune_chunk_ranking.py``, section 6i).
@@ -52,6 +55,8 @@ BM25_B = 0.75
 #: Words that open a leading clause locating the document ("Consider ...;", "In ...;", "Regarding ...;").
 LOCATOR_WORDS = ("consider", "in", "regarding", "under", "for", "about", "re", "per", "within", "from")
 # a leading locator clause: a locating word, then up to 400 characters without a semicolon or line break, then ";"
+#: Chunk texts whose words (and stems) are kept between queries, least recently used out.
+TEXT_CACHE_SIZE = 4096
 # Snowball English (the Porter2 stemmer); its own cache of recent words
 _STEMMER = Stemmer.Stemmer("english")
 _LOCATOR_RE = re.compile(r"\s*(?:" + "|".join(LOCATOR_WORDS) + r")\b[^;\n]{0,400};", re.IGNORECASE)
@@ -90,6 +95,13 @@ def stems(words: Sequence[str]) -> list[str]:
     return list(_STEMMER.stemWords(words))
 
 
+@functools.lru_cache(maxsize=TEXT_CACHE_SIZE)
+def _terms(text: str, stem: bool) -> tuple[str, ...]:
+    """The words of ``text`` (:func:`word_tokens`), as Snowball stems with ``stem``."""
+    words = word_tokens(text)
+    return tuple(stems(words) if stem else words)
+
+
 def lexical_scores(question: Sequence[str], texts: Sequence[str], *, stem: bool = True) -> np.ndarray:
     """BM25 of the ``question`` words against each of ``texts`` (the candidates, module docstring), divided by the
     largest: shape ``(len(texts),)``, in [0, 1]; all 0 when no candidate holds a question word (or no question word,
@@ -105,9 +117,9 @@ def lexical_scores(question: Sequence[str], texts: Sequence[str], *, stem: bool 
     lengths = np.empty(n, dtype=np.float64)
     df: Counter[str] = Counter()
     for i, text in enumerate(texts):
-        words = word_tokens(text)
-        if stem:
-            words = stems(words)
+        if not isinstance(text, str):
+            raise TypeError(f"a candidate's text must be a str, got {type(text).__name__}")
+        words = _terms(text, stem)
         lengths[i] = len(words)
         kept = Counter(w for w in words if w in wanted)
         counts.append(kept)
