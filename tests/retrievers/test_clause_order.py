@@ -159,3 +159,15 @@ def test_the_benchmark_setting_reaches_the_retriever_and_the_published_presets_k
     assert parse_config("sac-doc").document_retrieval.question_weight == 0.0
     with pytest.raises(ValueError, match="question_weight"):
         parse_config("default:document_retrieval.question_weight=2")
+
+
+def test_a_candidate_text_that_is_not_a_str_is_named_and_texts_are_read_once() -> None:
+    from llama_index_sac.retrievers import chunk_lexical
+
+    with pytest.raises(TypeError, match="a candidate's text must be a str, got list"):
+        lexical_scores(["copy"], [["copy"]])  # type: ignore[list-item]
+    text = "The Recipient may make one copy of the Confidential Information."
+    before = chunk_lexical._terms.cache_info().hits
+    first = lexical_scores(["copy"], [text, "zebra"])
+    assert lexical_scores(["copy"], [text, "zebra"]).tolist() == first.tolist()
+    assert chunk_lexical._terms.cache_info().hits >= before + 2  # both texts came from the cache the second time
