@@ -4,7 +4,7 @@ The document prior and the fused score decide WHICH DOCUMENT holds each place of
 query names, the full query is a poor judge of the clause, because its locator clause ("Consider the Non-Disclosure
 Agreement between CEII and NDA; ...") matches the document's summary, which every chunk of the document embeds
 alike. The question alone (the query without the locator clause, :func:`~.chunk_lexical.question_text`) says which
-clause, in the dense space as in words (the "query translator" of arXiv 2508.13107, section 3).
+clause, in the dense space as in words (the idea of the "query translator" of arXiv 2508.13107).
 
 So the places a located document won in the fused ranking are refilled, best first, by that document's chunks in
 the order of their clause score::
@@ -15,7 +15,8 @@ the order of their clause score::
 over the document's candidates: the chunks the retriever already holds plus the top chunks of the document for the
 question embedding (one dense query filtered to the document). A chunk's score that the store did not return (the
 full query's for a chunk only the question found, or the question's for one only the query found) is the lowest
-that the store returned for that document: an upper bound, since the store returns the best. Each place keeps its
+that the store returned for that document (the store returns each document's best, so about the most it can score).
+Each place keeps its
 fused score, so scores stay in order, and every place stays with its document: the document-level result (DRM) is
 the fused ranking's, only the order of each located document's own chunks changes.
 """
