@@ -16,9 +16,8 @@ over the document's candidates: the chunks the retriever already holds plus the 
 question embedding (one dense query filtered to the document). A chunk's score that the store did not return (the
 full query's for a chunk only the question found, or the question's for one only the query found) is the lowest
 that the store returned for that document (the store returns each document's best, so about the most it can score).
-Each place keeps its
-fused score, so scores stay in order, and every place stays with its document: the document-level result (DRM) is
-the fused ranking's, only the order of each located document's own chunks changes.
+Each place keeps its fused score, so scores stay in order, and every place stays with its document: the
+document-level result (DRM) is the fused ranking's, only the order of each located document's own chunks changes.
 """
 
 from __future__ import annotations
