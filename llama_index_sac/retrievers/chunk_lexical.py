@@ -54,11 +54,11 @@ BM25_K1 = 1.5
 BM25_B = 0.75
 #: Words that open a leading clause locating the document ("Consider ...;", "In ...;", "Regarding ...;").
 LOCATOR_WORDS = ("consider", "in", "regarding", "under", "for", "about", "re", "per", "within", "from")
-# a leading locator clause: a locating word, then up to 400 characters without a semicolon or line break, then ";"
 #: Chunk texts whose words (and stems) are kept between queries, least recently used out.
 TEXT_CACHE_SIZE = 4096
 # Snowball English (the Porter2 stemmer); its own cache of recent words
 _STEMMER = Stemmer.Stemmer("english")
+# a leading locator clause: a locating word, then up to 400 characters without a semicolon or line break, then ";"
 _LOCATOR_RE = re.compile(r"\s*(?:" + "|".join(LOCATOR_WORDS) + r")\b[^;\n]{0,400};", re.IGNORECASE)
 
 

@@ -33,9 +33,18 @@ __all__ = ["DEFAULT_QUESTION_WEIGHT", "order_within_documents"]
 DEFAULT_QUESTION_WEIGHT = 0.5
 
 
-def _lowest(scores: Iterable[float]) -> float | None:
-    values = list(scores)
-    return min(values) if values else None
+def _by_document(hits: Iterable[NodeWithScore], chosen: Collection[str]) -> dict[str, dict[str, NodeWithScore]]:
+    """document id -> node id -> the node's first hit, for the ``chosen`` documents (each present, maybe empty)."""
+    out: dict[str, dict[str, NodeWithScore]] = {doc: {} for doc in chosen}
+    for hit in hits:
+        doc = hit.node.ref_doc_id or ""
+        if doc in out:
+            out[doc].setdefault(hit.node.node_id, hit)
+    return out
+
+
+def _lowest(hits: Mapping[str, NodeWithScore]) -> float | None:
+    return min((hit.score or 0.0 for hit in hits.values()), default=None)
 
 
 def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[NodeWithScore],
@@ -56,30 +65,20 @@ def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[Nod
     chosen = set(documents)
     if not chosen or not any(hit.node.ref_doc_id in chosen for hit in ranked):
         return list(ranked)
-    dense: dict[str, dict[str, NodeWithScore]] = {d: {} for d in chosen}
-    for hit in candidates:
-        doc = hit.node.ref_doc_id or ""
-        if doc in chosen:
-            dense[doc].setdefault(hit.node.node_id, hit)
-    question: dict[str, dict[str, NodeWithScore]] = {d: {} for d in chosen}
-    for hit in question_hits:
-        doc = hit.node.ref_doc_id or ""
-        if doc in chosen:
-            question[doc].setdefault(hit.node.node_id, hit)
+    dense, question = _by_document(candidates, chosen), _by_document(question_hits, chosen)
     extra = lexical or {}
     queue: dict[str, list[NodeWithScore]] = {}
     for doc in chosen:
         found, asked = dense[doc], question[doc]
-        floor = _lowest(hit.score or 0.0 for hit in found.values()) or 0.0
-        question_floor = _lowest(hit.score or 0.0 for hit in asked.values())
+        floor, question_floor = _lowest(found) or 0.0, _lowest(asked)
+        pool = {**asked, **found}  # the node as the query found it, else as the question did
         clause: dict[str, float] = {}
-        for node_id in {**asked, **found}:
+        for node_id in pool:
             full = (found[node_id].score or 0.0) if node_id in found else floor
             alone = (asked[node_id].score or 0.0) if node_id in asked else question_floor
             alone = full if alone is None else alone  # no question query: the full query's
             clause[node_id] = ((1.0 - question_weight) * full + question_weight * alone
                                + lexical_weight * extra.get(node_id, 0.0))
-        pool = {**asked, **found}  # the node as the query found it, else as the question did
         queue[doc] = [pool[node_id] for node_id in sorted(clause, key=lambda n: (-clause[n], n))]
     out: list[NodeWithScore] = []
     taken = {doc: 0 for doc in chosen}
