@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable"]
+__all__ = ["counted", "printable"]
 
 #: C0 controls but tab, DEL, C1 controls, the Unicode line/paragraph separators, bidirectional-text controls and lone
 #: surrogates (undecodable bytes of a file name).
@@ -35,3 +35,8 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
     if keep_newlines:
         return "\n".join(_UNPRINTABLE.sub(_escape, line) for line in text.split("\n"))
     return _UNPRINTABLE.sub(_escape, text)
+
+
+def counted(number: int, noun: str) -> str:
+    """``number`` and ``noun``, the noun in the plural unless the number is one: ``"1 chunk"``, ``"3 chunks"``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -84,19 +84,18 @@ def load_benchmark(options: LoaderOptions) -> tuple[RetrievalBenchmark, LoaderOp
     return benchmark, options.model_copy(update={"datasets": benchmark.datasets, "benchmarks_dir": str(used)})
 
 
-def load_embedding_model(name: str | None, options: EmbeddingBackendOptions | None = None,
-                         show_progress: bool = False) -> BaseEmbedding:
+def load_embedding_model(name: str | None, options: EmbeddingBackendOptions | None = None) -> BaseEmbedding:
     """The embedding model by name (``None``: the package default, all-MiniLM-L6-v2) on the runtime of ``options``
-    (default: :class:`EmbeddingBackendOptions`' defaults).
+    (default: :class:`EmbeddingBackendOptions`' defaults). The model shows no progress bar of its own: the runner's
+    embedding cache shows one over all the texts it computes.
 
     Raises:
         EvaluationSetupError: the model cannot be loaded (not available offline, the extra missing...).
     """
     options = options if options is not None else EmbeddingBackendOptions()
-    extra = {"show_progress": show_progress} if options.resolved(name) == "onnx" else {}
     try:
         return default_embedding_model(name, backend=options.backend, precision=options.precision,
-                                       num_threads=options.num_threads, graph=options.graph, **extra)
+                                       num_threads=options.num_threads, graph=options.graph)
     except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
         raise EvaluationSetupError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 

@@ -260,7 +260,7 @@ def run_evaluation(
     wall = time.perf_counter()
     clock = time.perf_counter()
     model = embed_model if embed_model is not None else factories.load_embedding_model(
-        settings.embed_model, settings.embed_options(), settings.show_progress)
+        settings.embed_model, settings.embed_options())
     identity = factories.model_identity(model)
     load_s = time.perf_counter() - clock
     cache = EmbeddingCache(settings.cache_dir)

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 import typer
 from llama_index.core.bridge.pydantic import ValidationError
 
-from llama_index_sac.apps._display import printable
+from llama_index_sac.apps._display import counted, printable
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.ingest.files import StoreSpec
@@ -313,13 +313,14 @@ def ls_command(
     typer.echo(f"folders ({len(listing.folders)}):")
     for label, folder in sorted(listing.folders.items()):
         gone = "" if Path(folder.path).is_dir() else ", folder missing"
-        typer.echo(f"  {printable(label)}  {printable(folder.path)}  ({per_label.get(label, 0)} documents{gone})")
+        documents = counted(per_label.get(label, 0), "document")
+        typer.echo(f"  {printable(label)}  {printable(folder.path)}  ({documents}{gone})")
     chunks = sum(d.chunks for d in listing.documents)
-    typer.echo(f"documents ({len(listing.documents)}, {chunks} chunks):")
+    typer.echo(f"documents ({len(listing.documents)}, {counted(chunks, 'chunk')}):")
     for doc in listing.documents:
         note = "  (interrupted: written again by the next ingest)" if doc.interrupted else ""
         summary = _shorten(doc.summary, 100) if doc.summary is not None else "(no summary)"
-        typer.echo(f"  {printable(doc.doc_id)}  {doc.chunks} chunks  {printable(summary)}{note}")
+        typer.echo(f"  {printable(doc.doc_id)}  {counted(doc.chunks, 'chunk')}  {printable(summary)}{note}")
 
 
 def rm_command(

@@ -45,6 +45,8 @@ class Listing:
 
 def _record(spec: StoreSpec, collection: str) -> IngestRecord:
     record = IngestRecord(spec, collection)
+    if spec.kind != "chroma-http" and not spec.path.is_dir():
+        raise IngestError(f"--vector-store: {spec} does not exist (nothing was ingested there)")
     if not record.exists():
         raise IngestError(f"--collection: nothing was ingested into collection {collection!r} of {spec} (no "
                           f"{record.settings_path})")

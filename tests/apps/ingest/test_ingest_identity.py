@@ -208,3 +208,21 @@ def test_cli_as_and_a_missing_path(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                              "kept; llama-sac rm removes them)\n")
     assert "documents 0 new, 0 changed, 2 unchanged, 0 removed, 1 missing path(s); 0 chunks" in result.stdout
     assert len(list_documents(spec).documents) == 4
+
+
+def test_ls_and_rm_of_a_missing_store_name_the_store_and_counts_read_in_the_singular(tmp_path: Path) -> None:
+    spec = f"chroma:{tmp_path / 'nowhere'}"
+    for args in (("ls",), ("rm", "a/x.txt")):
+        result = cli(*args, "--vector-store", spec)
+        assert (result.exit_code, result.stdout) == (2, ""), args
+        assert result.stderr == f"error: --vector-store: {spec} does not exist (nothing was ingested there)\n"
+    assert not (tmp_path / "nowhere").exists()
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "short.txt").write_text("This Agreement is governed by the laws of Delaware.\n",
+                                               encoding="utf-8")
+    spec = f"chroma:{tmp_path / 'store'}"
+    ingest([tmp_path / "one"], spec, settings(), embed_model=FakeEmbedding())
+    lines = cli("ls", "--vector-store", spec).stdout.splitlines()
+    assert lines[1] == f"  one  {tmp_path / 'one'}  (1 document)"
+    assert lines[2] == "documents (1, 1 chunk):" and lines[3].startswith("  one/short.txt  1 chunk  ")
