@@ -17,7 +17,8 @@ Choices this module makes (and its tests pin):
   end and still lets the next piece fit, preferring whole pieces of the level being merged and falling back to the
   finer levels (words, then characters) when no whole piece fits in the overlap; a whitespace-only overlap is not
   used. No overlap is added where the next piece is itself too long (the first sub-chunk of an over-long piece
-  does not overlap the chunk before it); so overlap is "up to" ``chunk_overlap``, never more.
+  does not overlap the chunk before it, nor does a character-level chunk whose successor a grapheme cluster would
+  stop at the same end); so overlap is "up to" ``chunk_overlap``, never more.
 * The last separator ``""`` cuts at character level, never inside a surrogate pair, a ``\\r\\n`` pair or before a
   combining mark / zero-width joiner / variation selector, unless a single such cluster is longer than ``chunk_size``
   (the size limit is the hard guarantee).
