@@ -311,7 +311,7 @@ class Splitter:
                     q = cand
                     break
             # the chunk from q must end past b (a grapheme cluster across q + size can stop it at b): else no overlap
-            p = q if q == b or self.furthest_char(q, e) > b else b
+            p = q if q < b and self.furthest_char(q, e) > b else b
 
     def furthest_char(self, p: int, e: int) -> int:
         """End of the character-level chunk from ``p``: ``e`` when the rest fits, else the last grapheme boundary

@@ -159,6 +159,7 @@ def test_cluster_longer_than_chunk_size_is_still_cut():
     spans = recursive_chunk_spans(text, chunk_size=2, separators=[""])
     assert max(e - s for s, e in spans) <= 2 and deoverlap(text, spans) == text
 
+
 def test_overlap_start_leaves_the_next_chunk_room_past_a_combining_mark():
     # "aaaae" + accent at size 4, overlap 3: an overlap start at 1 gives a chunk that a cluster at 4..6 stops at 4
     # again (a repeated end). The overlap is dropped there, so every chunk ends past the one before.
@@ -167,7 +168,6 @@ def test_overlap_start_leaves_the_next_chunk_room_past_a_combining_mark():
     assert spans == [(0, 4), (4, 6)]
     assert all(e0 < e1 for (_, e0), (_, e1) in zip(spans, spans[1:]))
     assert deoverlap(text, spans) == text
-
 
 
 @pytest.mark.parametrize(
