@@ -5,15 +5,16 @@ they are) x ``question_weight`` (the question's own dense score in the order of 
 ``lexical_scope`` "located", no hub fix, no two-word names (the choices of the previous grid, ``docs/results.md``
 section 6i), every other option at the package default (``prior_weight``, ``focus_documents``, ``name_weight``,
 ``candidate_top_k``). ``--grid scope`` runs the previous grid instead (``lexical_weight`` x ``lexical_scope`` x the
-prior's hub fix x ``name_pairs``, no stemming, question weight 0). Plain dense retrieval of the same embeddings is
-run beside it for reference.
+prior's hub fix x ``name_pairs``, no stemming, question weight 0). Both read the whole query in the prior, without
+word parts (as they ran). ``--grid prior`` crosses the clause grid with the document prior's ``locator_only`` x
+``word_parts`` (112 points). Plain dense retrieval of the same embeddings is run beside it for reference.
 
 Protocol (leave-one-dataset-out over LegalBench-RAG's four datasets, as ``bench/tune_document_retrieval.py``): every
 grid point runs once on all queries; for each held-out dataset D the grid point with the best objective on the OTHER
 three datasets is chosen and D is scored with it. The objective is the unweighted mean over
 the three datasets of the mean over k of ``precision + recall - DRM``. The package defaults are the values chosen
 most often across the four folds (ties: the point nearest the current ranking: smaller weight, fix off, pairs off,
-no stemming, smaller question weight).
+no stemming, smaller question weight, the whole query, no word parts).
 
     python bench/tune_chunk_ranking.py --data-dir ../shared/data/legalbenchrag --base default --embed-graph plain \\
         --cache-dir /work/cache --json /tmp/rank/tune-clause-default.json
@@ -71,24 +72,30 @@ NAME_PAIRS = (False, True)
 BASES = {"default": "default", "sac": "sac-doc"}
 METRICS = ("drm", "precision", "recall")
 OPTIONS = ("lexical_weight", "lexical_scope", "prior_margin", "require_name_match", "name_pairs", "stem",
-           "question_weight")
+           "question_weight", "locator_only", "word_parts")
+GRIDS = ("clause", "scope", "prior")
 
-Point = tuple[float, str, float, bool, bool, bool, float]  # the values of OPTIONS
+Point = tuple[float, str, float, bool, bool, bool, float, bool, bool]  # the values of OPTIONS
 
 
 def point_name(point: Point) -> str:
-    lexical, scope, margin, match, pairs, stem, question = point
-    return f"l{lexical}-{scope[0]}-m{margin}-r{int(match)}-p{int(pairs)}-s{int(stem)}-q{question}"
+    lexical, scope, margin, match, pairs, stem, question, locator, parts = point
+    return (f"l{lexical}-{scope[0]}-m{margin}-r{int(match)}-p{int(pairs)}-s{int(stem)}-q{question}"
+            f"-o{int(locator)}-w{int(parts)}")
 
 
 def grid_points(grid: str) -> list[Point]:
-    """The grid's points: ``"clause"`` (the default) or ``"scope"`` (the previous grid, module docstring)."""
+    """The grid's points: ``"clause"`` (the default), ``"scope"`` (the previous grid) or ``"prior"`` (module
+    docstring)."""
+    if grid == "prior":
+        return [(*point[:7], locator, parts) for locator, parts in itertools.product((False, True), (False, True))
+                for point in grid_points("clause")]
     if grid == "scope":
-        return [(lexical, scope, margin, match, pairs, False, 0.0)
+        return [(lexical, scope, margin, match, pairs, False, 0.0, False, False)
                 for (margin, match), pairs in itertools.product(HUB_FIXES, NAME_PAIRS)
                 for lexical, scope in itertools.product(LEXICAL_WEIGHTS, LEXICAL_SCOPES)
                 if lexical > 0 or scope == LEXICAL_SCOPES[0]]  # no lexical score: the scope changes nothing
-    return [(lexical, "located", 0.0, False, False, stem, question)
+    return [(lexical, "located", 0.0, False, False, stem, question, False, False)
             for lexical, stem, question in itertools.product(CLAUSE_LEXICAL_WEIGHTS, STEMMING, QUESTION_WEIGHTS)
             if lexical > 0 or not stem]  # no lexical score: stemming changes nothing
 
@@ -168,7 +175,7 @@ def main() -> None:
     parser.add_argument("--base", choices=sorted(BASES), default="default")
     parser.add_argument("--cache-dir", type=Path, help="the embedding cache (default: the runner's)")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--grid", choices=("clause", "scope"), default="clause")
+    parser.add_argument("--grid", choices=GRIDS, default="clause")
     parser.add_argument("--embed-graph", choices=("plain", "fused"), default="fused",
                         help="the ONNX graph of the default model (plain: the vectors of the published runs)")
     args = parser.parse_args()
@@ -181,7 +188,7 @@ def main() -> None:
         {} if args.cache_dir is None else {"cache_dir": args.cache_dir}))
     config = parse_config(BASES[args.base])
     clock = time.perf_counter()
-    model = factories.load_embedding_model(settings.embed_model, settings.embed_options(), False)
+    model = factories.load_embedding_model(settings.embed_model, settings.embed_options())
     identity = factories.model_identity(model)
     cache = EmbeddingCache(settings.cache_dir)
     try:
@@ -211,18 +218,18 @@ def main() -> None:
     dr = config.document_retrieval
     table: dict[str, dict[str, dict[str, float]]] = {"dense": evaluate(index.as_retriever(similarity_top_k=top_k))}
     grid = grid_points(args.grid)
-    indexes: dict[tuple[float, bool, bool], DocumentIndex] = {}
+    indexes: dict[tuple[float, bool, bool, bool, bool], DocumentIndex] = {}
     for point in grid:
-        lexical, scope, margin, match, pairs, stem, question = point
-        if (margin, match, pairs) not in indexes:
-            indexes[margin, match, pairs] = DocumentIndex.from_nodes(
+        lexical, scope, margin, match, pairs, stem, question, locator, parts = point
+        if (margin, match, pairs, locator, parts) not in indexes:
+            indexes[margin, match, pairs, locator, parts] = DocumentIndex.from_nodes(
                 nodes, name_weight=dr.name_weight, max_document_frequency=dr.max_name_frequency, name_pairs=pairs,
-                prior_margin=margin, require_name_match=match)
+                prior_margin=margin, require_name_match=match, locator_only=locator, word_parts=parts)
         clock = time.perf_counter()
         table[point_name(point)] = evaluate(RememberingRetriever(
-            index, indexes[margin, match, pairs], similarity_top_k=top_k, candidate_top_k=dr.candidate_top_k,
-            prior_weight=dr.prior_weight, focus_documents=dr.focus_documents, lexical_weight=lexical,
-            lexical_scope=scope, question_weight=question, stem=stem))
+            index, indexes[margin, match, pairs, locator, parts], similarity_top_k=top_k,
+            candidate_top_k=dr.candidate_top_k, prior_weight=dr.prior_weight, focus_documents=dr.focus_documents,
+            lexical_weight=lexical, lexical_scope=scope, question_weight=question, stem=stem))
         print(f"{point_name(point)}: objective {objective(table[point_name(point)], list(table['dense'])):.4f} "
               f"({time.perf_counter() - clock:.1f} s)", flush=True)
     before_name = point_name(grid[0])  # the ranking before these options
@@ -231,7 +238,7 @@ def main() -> None:
     for held_out in datasets:
         train = [d for d in datasets if d != held_out]
         best = max(grid, key=lambda p: (objective(table[point_name(p)], train), -p[0], p[1] == "located", -p[2],
-                                        -p[3], -p[4], -p[5], -p[6]))
+                                        -p[3], -p[4], -p[5], -p[6], -p[7], -p[8]))
         folds[held_out] = {
             "chosen": dict(zip(OPTIONS, best)),
             "train_objective": objective(table[point_name(best)], train),

@@ -51,10 +51,12 @@ from llama_index_sac.retrievers.document_aware import (
     DEFAULT_PRIOR_WEIGHT,
 )
 from llama_index_sac.retrievers.document_index import (
+    DEFAULT_LOCATOR_ONLY,
     DEFAULT_NAME_PAIRS,
     DEFAULT_NAME_WEIGHT,
     DEFAULT_PRIOR_MARGIN,
     DEFAULT_REQUIRE_NAME_MATCH,
+    DEFAULT_WORD_PARTS,
 )
 from llama_index_sac.retrievers.document_names import DEFAULT_MAX_DOCUMENT_FREQUENCY
 from llama_index_sac.sentences import SentenceBackend
@@ -339,6 +341,11 @@ class DocumentRetrievalSettings(BaseModel):
                                             "1 + this times the runner-up's.")
     require_name_match: bool = Field(default=DEFAULT_REQUIRE_NAME_MATCH,
                                      description="The prior is 0 unless a query name is some document's name.")
+    locator_only: bool = Field(default=DEFAULT_LOCATOR_ONLY,
+                               description="The prior reads only the query's locator clause ('Consider Acme's NDA;') "
+                                           "when it has one.")
+    word_parts: bool = Field(default=DEFAULT_WORD_PARTS,
+                             description="A hyphenated word also gives its distinctive parts in the summary match.")
     lexical_weight: float = Field(default=DEFAULT_LEXICAL_WEIGHT, ge=0.0, allow_inf_nan=False,
                                   description="Weight of the question's BM25 over the candidate chunks.")
     lexical_scope: LexicalScope = Field(

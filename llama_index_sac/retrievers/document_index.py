@@ -14,6 +14,13 @@ least ``1 + prior_margin`` times the runner-up's (else that part is 0 for every 
 ``require_name_match`` the whole prior is 0 unless one of the query's name tokens is a distinctive name of some
 document. Both leave the prior of a query that names its document unchanged.
 
+**The prior reads the document's name, not the question** (``locator_only``): when the query opens with a locator
+clause ("Consider Acme's NDA; does it ...", :func:`~llama_index_sac.retrievers.chunk_lexical.question_text`), only
+that clause is matched against the summaries and names. The question's own words ("Confidential Information",
+"Receiving Party") are in every NDA and would lift the summaries most like them. **A hyphenated word also gives its
+distinctive parts** (``word_parts``, :func:`~llama_index_sac.retrievers.document_names.with_word_parts`) on both
+sides of the summary match, so a summary that names ``AGProjects-NDA.txt`` matches a query about "AGProjects".
+
 :class:`~llama_index_sac.retrievers.document_aware.DocumentAwareRetriever` and
 :class:`~llama_index_sac.retrievers.postprocessor.DocumentAwarePostprocessor` fuse it with the chunk scores.
 """
@@ -36,26 +43,35 @@ from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac.documents import reconstruct_text
 from llama_index_sac.evaluation.locations import stored_nodes
+from llama_index_sac.retrievers.chunk_lexical import question_text
 from llama_index_sac.retrievers.document_names import (
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
     distinctive_names,
     query_tokens,
+    with_word_parts,
     word_tokens,
 )
 from llama_index_sac.summarizers.terms import TermStatistics
 
-__all__ = ["DEFAULT_NAME_PAIRS", "DEFAULT_NAME_WEIGHT", "DEFAULT_PRIOR_MARGIN", "DEFAULT_REQUIRE_NAME_MATCH",
-           "LOAD_MAX_BYTES", "MAX_NAME_OCCURRENCES", "PERSIST_FNAME", "DocumentIndex"]
+__all__ = ["DEFAULT_LOCATOR_ONLY", "DEFAULT_NAME_PAIRS", "DEFAULT_NAME_WEIGHT", "DEFAULT_PRIOR_MARGIN",
+           "DEFAULT_REQUIRE_NAME_MATCH", "DEFAULT_WORD_PARTS", "LOAD_MAX_BYTES", "MAX_NAME_OCCURRENCES",
+           "PERSIST_FNAME", "DocumentIndex"]
 
-_FORMAT = "llama-index-sac/document-index/v3"
-# v1: summaries only; v2: summaries, names, name_weight (read as they ranked: no pairs, every match counts)
-_FORMATS = ("llama-index-sac/document-index/v1", "llama-index-sac/document-index/v2", _FORMAT)
+_FORMAT = "llama-index-sac/document-index/v4"
+# v1: summaries only; v2: summaries, names, name_weight (read as they ranked: no pairs, every match counts);
+# v3: + name_pairs, prior_margin, require_name_match (v1 to v3 read as they ranked: whole query, no word parts)
+_FORMATS = ("llama-index-sac/document-index/v1", "llama-index-sac/document-index/v2",
+            "llama-index-sac/document-index/v3", _FORMAT)
 #: Defaults: ``name_weight`` chosen leave-one-dataset-out (``docs/results.md`` section 6b); the hub fix and the
 #: two-word names off: no leave-one-dataset-out fold chose them (section 6i).
 DEFAULT_NAME_WEIGHT = 0.5
 DEFAULT_PRIOR_MARGIN = 0.0
 DEFAULT_REQUIRE_NAME_MATCH = False
 DEFAULT_NAME_PAIRS = False
+#: Defaults: the prior reads the locator clause only, and hyphenated words give their distinctive parts; chosen
+#: leave-one-dataset-out (``docs/results.md`` section 6k).
+DEFAULT_LOCATOR_ONLY = True
+DEFAULT_WORD_PARTS = True
 #: The most name occurrences (the sum of every document's counts) a :class:`DocumentIndex` accepts: its name index
 #: holds one token per occurrence, so the counts are checked before anything is allocated.
 MAX_NAME_OCCURRENCES = 1 << 24
@@ -130,17 +146,24 @@ class DocumentIndex:
             ``1 + prior_margin`` times the runner-up's; >= 0 (0: every match counts).
         require_name_match: the prior is 0 for every document unless a query name token is some document's
             distinctive name (needs ``names``).
+        locator_only: a query with a locator clause is matched by that clause only (module docstring).
+        word_parts: the summary match also reads the distinctive parts of hyphenated words (module docstring).
+        statistics: the reference table of ``word_parts`` (default: the shipped ``legal-terms-v1``).
+        max_document_frequency: a part is distinctive below this share of the table's documents; in (0, 1].
 
     Raises:
-        TypeError: ``summaries`` or ``names`` of the wrong type.
+        TypeError: ``summaries``, ``names`` or ``statistics`` of the wrong type.
         ValueError: no document, a ``names`` id without a summary, ``name_weight`` outside [0, 1], ``prior_margin``
-            negative or not finite, ``require_name_match`` or ``name_pairs`` without names.
+            negative or not finite, ``require_name_match`` or ``name_pairs`` without names,
+            ``max_document_frequency`` outside (0, 1].
     """
 
     def __init__(self, summaries: Mapping[str, str], names: Mapping[str, Mapping[str, int]] | None = None, *,
                  name_weight: float = DEFAULT_NAME_WEIGHT, name_pairs: bool = DEFAULT_NAME_PAIRS,
                  prior_margin: float = DEFAULT_PRIOR_MARGIN,
-                 require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH) -> None:
+                 require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH, locator_only: bool = DEFAULT_LOCATOR_ONLY,
+                 word_parts: bool = DEFAULT_WORD_PARTS, statistics: TermStatistics | None = None,
+                 max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY) -> None:
         if not isinstance(summaries, Mapping):
             raise TypeError(f"summaries must be a mapping document id -> summary, got {type(summaries).__name__}")
         for doc_id, summary in summaries.items():
@@ -158,6 +181,10 @@ class DocumentIndex:
                 raise TypeError(f"{flag} must be a bool, got {value!r}")
             if value and names is None:
                 raise ValueError(f"{flag}=True needs the documents' names (names=None)")
+        for flag, value in (("locator_only", locator_only), ("word_parts", word_parts)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be a bool, got {value!r}")
+        with_word_parts([], statistics=statistics, max_document_frequency=max_document_frequency)  # checks both
         if names is not None:
             if not isinstance(names, Mapping):
                 raise TypeError(f"names must be a mapping document id -> {{name: count}}, got {type(names).__name__}")
@@ -181,7 +208,11 @@ class DocumentIndex:
         self.name_pairs = name_pairs
         self.prior_margin = float(prior_margin)
         self.require_name_match = require_name_match
-        self._summary_bm25 = _bm25([word_tokens(self.summaries[d]) for d in self.doc_ids])
+        self.locator_only = locator_only
+        self.word_parts = word_parts
+        self.statistics = TermStatistics.default() if statistics is None else statistics
+        self.max_document_frequency = float(max_document_frequency)
+        self._summary_bm25 = _bm25([self._summary_tokens(self.summaries[d]) for d in self.doc_ids])
         self._names_bm25 = None if self.names is None else _bm25(
             [[name for name, count in sorted(self.names[d].items()) for _ in range(count)] for d in self.doc_ids])
 
@@ -191,12 +222,14 @@ class DocumentIndex:
                    statistics: TermStatistics | None = None,
                    max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY,
                    name_pairs: bool = DEFAULT_NAME_PAIRS, prior_margin: float = DEFAULT_PRIOR_MARGIN,
-                   require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH) -> DocumentIndex:
+                   require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH, locator_only: bool = DEFAULT_LOCATOR_ONLY,
+                   word_parts: bool = DEFAULT_WORD_PARTS) -> DocumentIndex:
         """The summaries carried by ``nodes`` (SAC chunks: per ``ref_doc_id``, the longest) and, with
         ``names``, the distinctive names of each document's text rebuilt from its chunks (offset order, overlaps
         read once; ``statistics``, ``max_document_frequency`` and ``name_pairs`` as in
-        :func:`~llama_index_sac.retrievers.document_names.distinctive_names`). No model call. Without ``names``,
-        ``name_pairs`` and ``require_name_match`` are off (there are no names to pair or match).
+        :func:`~llama_index_sac.retrievers.document_names.distinctive_names`; the first two also judge the word
+        parts). No model call. Without ``names``, ``name_pairs`` and ``require_name_match`` are off (there are no
+        names to pair or match).
 
         Raises:
             ValueError: no node carries ``summary_key``; the constructor's errors."""
@@ -217,7 +250,9 @@ class DocumentIndex:
                                                     pairs=name_pairs))
                      for doc_id, text in texts.items()}
         return cls(summaries, found, name_weight=name_weight, name_pairs=bool(names and name_pairs),
-                   prior_margin=prior_margin, require_name_match=bool(names and require_name_match))
+                   prior_margin=prior_margin, require_name_match=bool(names and require_name_match),
+                   locator_only=locator_only, word_parts=word_parts, statistics=statistics,
+                   max_document_frequency=max_document_frequency)
 
     @classmethod
     def from_source(cls, source: Any, summary_key: str = "document_summary", **options: Any) -> DocumentIndex:
@@ -240,8 +275,8 @@ class DocumentIndex:
             OSError: the folder does not exist or cannot be written.
         """
         out = Path(path).expanduser()
-        data = json.dumps({"format": _FORMAT, **self.options(), "summaries": self.summaries, "names": self.names},
-                          ensure_ascii=False)
+        data = json.dumps({"format": _FORMAT, **self.options(), "statistics": self.statistics.identity(),
+                           "summaries": self.summaries, "names": self.names}, ensure_ascii=False)
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -253,16 +288,18 @@ class DocumentIndex:
         return out
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> DocumentIndex:
-        """Read a file written by :meth:`save`; a v2 file (no options but ``name_weight``) ranks as it did: no
-        pairs, every match counts; a summaries-only v1 file too.
+    def load(cls, path: str | os.PathLike[str], *, statistics: TermStatistics | None = None) -> DocumentIndex:
+        """Read a file written by :meth:`save`; an older file ranks as it did (v3: whole query, no word parts; v2,
+        no options but ``name_weight``: no pairs either, every match counts; a summaries-only v1 file too).
+        ``statistics``: the reference table the index was saved with (default: the shipped one).
 
         Read by the bounded reader: a regular file of at most :data:`LOAD_MAX_BYTES` bytes, nested at most 64
         levels; name counts are checked (:data:`MAX_NAME_OCCURRENCES`) before an index is built.
 
         Raises:
             ValueError: the file is not a document index (not a regular file, too large, not UTF-8 JSON, too deep,
-                another format, bad fields, too many name occurrences); the message names the file.
+                another format, bad fields, too many name occurrences), or it was saved with another reference
+                table than ``statistics``; the message names the file.
             OSError: the file cannot be read (``FileNotFoundError``, ...).
         """
         try:
@@ -271,9 +308,17 @@ class DocumentIndex:
             raise ValueError(f"{path}: not a document index file ({exc.problem})") from None
         if not isinstance(data, dict) or data.get("format") not in _FORMATS:
             raise ValueError(f"{path}: not a {_FORMAT} file")
+        table = TermStatistics.default() if statistics is None else statistics
+        saved = data.get("statistics")
+        if saved is not None and saved != table.identity():
+            raise ValueError(f"{path}: saved with the term statistics {saved!r}, not {table.identity()!r}: pass "
+                             "statistics= the table it was built with")
+        keys = ("name_pairs", "prior_margin", "require_name_match", "locator_only", "word_parts",
+                "max_document_frequency")
         try:
-            options = {key: data[key] for key in ("name_pairs", "prior_margin", "require_name_match") if key in data}
-            return cls(data["summaries"], data.get("names"), name_weight=data.get("name_weight", 0.0), **options)
+            options = {"locator_only": False, "word_parts": False, **{key: data[key] for key in keys if key in data}}
+            return cls(data["summaries"], data.get("names"), name_weight=data.get("name_weight", 0.0),
+                       statistics=table, **options)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: bad document index ({exc})") from exc
 
@@ -292,10 +337,10 @@ class DocumentIndex:
         return len(self.doc_ids)
 
     def options(self) -> dict[str, Any]:
-        """The options that shape the prior: ``name_weight``, ``name_pairs``, ``prior_margin``,
-        ``require_name_match`` (what :meth:`save` writes beside the texts)."""
+        """The options that shape the prior (what :meth:`save` writes beside the texts and the table's identity)."""
         return {"name_weight": self.name_weight, "name_pairs": self.name_pairs, "prior_margin": self.prior_margin,
-                "require_name_match": self.require_name_match}
+                "require_name_match": self.require_name_match, "locator_only": self.locator_only,
+                "word_parts": self.word_parts, "max_document_frequency": self.max_document_frequency}
 
     def names_of(self, doc_id: str) -> frozenset[str]:
         """The distinctive names (pairs included) of one document; empty without names or for an unknown id."""
@@ -306,16 +351,24 @@ class DocumentIndex:
         """The document prior of ``query`` for every document (in ``doc_ids`` order), shape ``(len(self),)``, in
         [0, 1] (class docstring)."""
         n = len(self.doc_ids)
+        if self.locator_only:  # the locator clause alone ("Consider Acme's NDA; "), when there is one
+            query = query[: len(query) - len(question_text(query))] or query
         names = None
         if self._names_bm25 is not None and (self.name_weight > 0 or self.require_name_match):
             names = _scores(self._names_bm25, query_tokens(query, pairs=self.name_pairs), n)
             if self.require_name_match and not (names > 0).any():
                 return np.zeros(n, dtype=np.float64)
-        prior = _normalised(_scores(self._summary_bm25, word_tokens(query), n), self.prior_margin)
+        prior = _normalised(_scores(self._summary_bm25, self._summary_tokens(query), n), self.prior_margin)
         if names is not None and self.name_weight > 0:
             prior *= 1.0 - self.name_weight
             prior += self.name_weight * _normalised(names, self.prior_margin)
         return prior
+
+    def _summary_tokens(self, text: str) -> list[str]:
+        """The words of ``text`` for the summary match (:func:`word_tokens`, with ``word_parts`` their parts)."""
+        words = word_tokens(text)
+        return with_word_parts(words, statistics=self.statistics, max_document_frequency=self.max_document_frequency
+                               ) if self.word_parts else words
 
     def prior_of(self, query: str) -> dict[str, float]:
         """:meth:`prior` as ``{doc_id: prior}`` for the documents with a positive prior."""

@@ -22,6 +22,10 @@ first kind from the WHOLE document text:
   Collocations every contract uses ("Confidential Information", "Receiving Party") are frequent word by word and
   stay out.
 
+* **word parts** (:func:`with_word_parts`): a hyphenated word is one token ("AGProjects-NDA", a file name a summary
+  carries), while a query says "AGProjects". The parts of a hyphenated word that are distinctive by the same rule
+  follow it, so ``agprojects`` matches and ``privacy-policy`` gives nothing more.
+
 Everything here is a function of the text and the (versioned, fingerprinted) table: no model, no batch statistics.
 Every function is one linear pass over its input (one bounded regular expression).
 """
@@ -30,11 +34,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 from llama_index_sac.summarizers.terms import TermStatistics, stop_words
 
 __all__ = ["DEFAULT_MAX_DOCUMENT_FREQUENCY", "PAIR_SEPARATOR", "distinctive_names", "name_pairs", "name_tokens",
-           "pair_token", "query_tokens", "word_tokens"]
+           "pair_token", "query_tokens", "with_word_parts", "word_tokens"]
 
 #: A name is distinctive when fewer than this share of the reference table's documents contain it (2%: at most 14
 #: of the 714 documents of ``legal-terms-v1``). Set in a document-identification exploration, before the retrieval
@@ -155,16 +160,44 @@ def distinctive_names(text: str, *, statistics: TermStatistics | None = None,
         TypeError: ``text`` is not a str or ``statistics`` not a ``TermStatistics``.
         ValueError: ``max_document_frequency`` outside (0, 1].
     """
-    if isinstance(max_document_frequency, bool) or not isinstance(max_document_frequency, (int, float)) or not (
-            0 < max_document_frequency <= 1):
-        raise ValueError(f"max_document_frequency must be in (0, 1], got {max_document_frequency!r}")
-    table = TermStatistics.default() if statistics is None else statistics
-    if not isinstance(table, TermStatistics):
-        raise TypeError(f"statistics must be a TermStatistics, got {type(statistics).__name__}")
-    limit = max_document_frequency * table.n_documents
+    table, limit = _table_limit(statistics, max_document_frequency)
     found = Counter(name for name in name_tokens(text) if table.df(name) < limit)
     if pairs:  # both words frequent, the pair expected in fewer than `limit` documents: df_a * df_b / N < limit
         expected = limit * table.n_documents
         found.update(pair_token(a, b) for a, b in name_pairs(text)
                      if limit <= table.df(a) and limit <= table.df(b) and table.df(a) * table.df(b) < expected)
     return found
+
+
+def with_word_parts(tokens: Iterable[str], *, statistics: TermStatistics | None = None,
+                    max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY) -> list[str]:
+    """``tokens`` (:func:`word_tokens`), each hyphenated one followed by its distinctive parts: ``"agprojects-nda"``
+    gives ``["agprojects-nda", "agprojects"]`` (``agprojects`` is rare in the table, ``nda`` is not), while
+    ``"privacy-policy"`` stays one token. A part is kept by the names' rule (at least two characters, a letter, not a
+    stop word, contained in fewer than ``max_document_frequency`` of the table's documents), so a file name such as
+    ``AGProjects-NDA.txt`` in a summary matches a query that says "AGProjects".
+
+    Raises:
+        TypeError: ``statistics`` is not a ``TermStatistics``.
+        ValueError: ``max_document_frequency`` outside (0, 1]."""
+    table, limit = _table_limit(statistics, max_document_frequency)
+    stop = stop_words()
+    out = []
+    for token in tokens:
+        out.append(token)
+        if "-" in token:
+            out.extend(part for part in token.split("-") if len(part) >= 2 and part not in stop
+                       and any(c.isalpha() for c in part) and table.df(part) < limit)
+    return out
+
+
+def _table_limit(statistics: TermStatistics | None, max_document_frequency: float) -> tuple[TermStatistics, float]:
+    """The reference table (the shipped one for None) and the document frequency below which a word is distinctive.
+    Raises ``TypeError``/``ValueError`` as :func:`distinctive_names`."""
+    if isinstance(max_document_frequency, bool) or not isinstance(max_document_frequency, (int, float)) or not (
+            0 < max_document_frequency <= 1):
+        raise ValueError(f"max_document_frequency must be in (0, 1], got {max_document_frequency!r}")
+    table = TermStatistics.default() if statistics is None else statistics
+    if not isinstance(table, TermStatistics):
+        raise TypeError(f"statistics must be a TermStatistics, got {type(statistics).__name__}")
+    return table, max_document_frequency * table.n_documents

@@ -143,22 +143,27 @@ def test_a_two_word_name_finds_its_document() -> None:
 # -- persistence --------------------------------------------------------------------------------------------------
 
 
-def test_the_options_are_persisted_and_a_v2_file_ranks_as_it_did(tmp_path: Path) -> None:
+def test_the_options_are_persisted_and_older_files_rank_as_they_did(tmp_path: Path) -> None:
     index = DocumentIndex(HUB, HUB_NAMES, name_weight=0.25, name_pairs=True, prior_margin=0.5,
-                          require_name_match=True)
-    saved = json.loads(index.save(tmp_path / "v3.json").read_text())
-    assert saved["format"] == "llama-index-sac/document-index/v3"
-    loaded = DocumentIndex.load(tmp_path / "v3.json")
-    assert loaded.options() == index.options() == {"name_weight": 0.25, "name_pairs": True, "prior_margin": 0.5,
-                                                   "require_name_match": True}
+                          require_name_match=True, locator_only=False, max_document_frequency=0.5)
+    saved = json.loads(index.save(tmp_path / "v4.json").read_text())
+    assert saved["format"] == "llama-index-sac/document-index/v4"
+    assert saved["statistics"] == TermStatistics.default().identity()
+    loaded = DocumentIndex.load(tmp_path / "v4.json")
+    assert loaded.options() == index.options() == {
+        "name_weight": 0.25, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
+        "locator_only": False, "word_parts": True, "max_document_frequency": 0.5}
     assert loaded.names == index.names and loaded.summaries == index.summaries
-    v2 = {"format": "llama-index-sac/document-index/v2", "summaries": HUB, "names": HUB_NAMES, "name_weight": 0.5}
-    (tmp_path / "v2.json").write_text(json.dumps(v2))
-    old = DocumentIndex.load(tmp_path / "v2.json")
-    assert old.options() == {"name_weight": 0.5, "name_pairs": False, "prior_margin": 0.0,
-                             "require_name_match": False}
+    whole = {"name_weight": 0.5, "name_pairs": False, "prior_margin": 0.0, "require_name_match": False,
+             "locator_only": False, "word_parts": False, "max_document_frequency": 0.02}
+    for version, extra in (("v2", {}), ("v3", {"name_pairs": False, "prior_margin": 0.0, "require_name_match": False})):
+        old = {"format": f"llama-index-sac/document-index/{version}", "summaries": HUB, "names": HUB_NAMES,
+               "name_weight": 0.5, **extra}
+        (tmp_path / f"{version}.json").write_text(json.dumps(old))
+        assert DocumentIndex.load(tmp_path / f"{version}.json").options() == whole
     generic = "Does the Non-Disclosure Agreement permit copies?"
-    assert old.prior(generic).tolist() == DocumentIndex(HUB, HUB_NAMES).prior(generic).tolist()
+    assert (DocumentIndex.load(tmp_path / "v2.json").prior(generic).tolist()
+            == DocumentIndex(HUB, HUB_NAMES).prior(generic).tolist())
 
 
 # -- the retriever ------------------------------------------------------------------------------------------------
@@ -225,12 +230,16 @@ def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
     from tests.conftest import FakeEmbedding
 
     config = parse_config("default:document_retrieval.lexical_weight=0.05,document_retrieval.prior_margin=0.5,"
-                          "document_retrieval.require_name_match=true,document_retrieval.name_pairs=true")
+                          "document_retrieval.require_name_match=true,document_retrieval.name_pairs=true,"
+                          "document_retrieval.locator_only=false,document_retrieval.word_parts=false")
     nodes: list[BaseNode] = list(corpus())
     retriever = build_retriever(config, nodes, FakeEmbedding(), 4)
     assert isinstance(retriever, DocumentAwareRetriever) and retriever.lexical_weight == 0.05
-    assert retriever.document_index.options() == {"name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5,
-                                                   "require_name_match": True}
+    assert retriever.document_index.options() == {
+        "name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
+        "locator_only": False, "word_parts": False, "max_document_frequency": 0.02}
+    assert build_retriever(parse_config("default"), nodes, FakeEmbedding(), 4).document_index.options()[  # type: ignore[attr-defined]
+        "locator_only"] is True
     assert retriever.lexical_scope == "located"
     scoped = parse_config("default:document_retrieval.lexical_scope=candidates")
     assert build_retriever(scoped, nodes, FakeEmbedding(), 4).lexical_scope == "candidates"  # type: ignore[attr-defined]

@@ -142,8 +142,10 @@ class RunConfig(BaseModel):
 
 _CONTENT_ONLY: dict[str, Any] = {"metadata_keys": []}
 _AS_PUBLISHED: dict[str, Any] = {"on_embed_overflow": "warn"}  # the published SAC runs: no trimming
-# the published document-aware runs: no lexical score, the fused order inside each document
-_RANKED_AS_PUBLISHED: dict[str, Any] = {"lexical_weight": 0.0, "question_weight": 0.0}
+# the published document-aware runs: no lexical score, the fused order inside each document, the prior of the whole
+# query without word parts
+_RANKED_AS_PUBLISHED: dict[str, Any] = {"lexical_weight": 0.0, "question_weight": 0.0, "locator_only": False,
+                                        "word_parts": False}
 #: Named configurations (``--config NAME`` or ``NAME:key=value,...``): partial :class:`RunConfig` dictionaries.
 PRESETS: dict[str, dict[str, Any]] = {
     # what a user gets by default: the package's summary (identity metadata folded in, trimmed to the model's input

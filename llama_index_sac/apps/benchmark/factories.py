@@ -218,7 +218,8 @@ def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseE
                 nodes, names=settings.name_weight > 0 or settings.require_name_match,
                 name_weight=settings.name_weight, max_document_frequency=settings.max_name_frequency,
                 name_pairs=settings.name_pairs, prior_margin=settings.prior_margin,
-                require_name_match=settings.require_name_match)
+                require_name_match=settings.require_name_match, locator_only=settings.locator_only,
+                word_parts=settings.word_parts)
         except ImportError as exc:  # bm25s: the bm25 extra
             raise EvaluationSetupError(str(exc)) from None
         return DocumentAwareRetriever(

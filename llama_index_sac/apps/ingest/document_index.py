@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_sac.apps.ingest.files import IngestRecord
-from llama_index_sac.retrievers.document_index import DEFAULT_NAME_WEIGHT, DocumentIndex
+from llama_index_sac.retrievers.document_index import (
+    DEFAULT_LOCATOR_ONLY,
+    DEFAULT_NAME_WEIGHT,
+    DEFAULT_WORD_PARTS,
+    DocumentIndex,
+)
 from llama_index_sac.retrievers.document_names import DEFAULT_MAX_DOCUMENT_FREQUENCY
 
 __all__ = ["document_index_path", "load_document_index", "record_state", "save_document_index"]
@@ -30,6 +35,7 @@ def _recipe() -> bytes:
     from llama_index_sac import __version__
 
     return json.dumps({"name_weight": DEFAULT_NAME_WEIGHT, "max_document_frequency": DEFAULT_MAX_DOCUMENT_FREQUENCY,
+                       "locator_only": DEFAULT_LOCATOR_ONLY, "word_parts": DEFAULT_WORD_PARTS,
                        "version": __version__}, sort_keys=True).encode()
 
 

@@ -1,0 +1,90 @@
+"""The document prior reads the query's locator clause only, and a hyphenated word gives its distinctive parts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llama_index_sac import DocumentIndex
+from llama_index_sac.apps.benchmark.results import parse_results
+from llama_index_sac.retrievers.document_names import with_word_parts, word_tokens
+from llama_index_sac.summarizers.terms import TermStatistics
+
+# 100 documents: a word is distinctive below 2 of them (the default 2%)
+TABLE = TermStatistics({"nda": 50, "privacy": 70, "policy": 60, "agreement": 90, "txt": 40}, 100)
+
+
+def test_a_hyphenated_word_gives_its_distinctive_parts_only() -> None:
+    words = word_tokens("AGProjects-NDA.txt, the privacy-policy of x-Acme, Acme-2024 and co-acme")
+    assert words == ["agprojects-nda", "txt", "privacy-policy", "x-acme", "acme-2024", "co-acme"]
+    # agprojects, acme: in no document of the table; nda, privacy, policy: frequent; x: one character; 2024: no
+    # letter; co: an English stop word
+    assert with_word_parts(words, statistics=TABLE) == [
+        "agprojects-nda", "agprojects", "txt", "privacy-policy", "x-acme", "acme", "acme-2024", "acme", "co-acme",
+        "acme"]
+    # a looser limit: nda (50 of 100) is now distinctive too
+    assert with_word_parts(["agprojects-nda"], statistics=TABLE, max_document_frequency=0.6) == [
+        "agprojects-nda", "agprojects", "nda"]
+    with pytest.raises(ValueError, match="max_document_frequency must be in"):
+        with_word_parts(words, max_document_frequency=0)
+    with pytest.raises(TypeError, match="statistics must be a TermStatistics"):
+        with_word_parts(words, statistics={"nda": 1})  # type: ignore[arg-type]
+
+
+AG = {"ag": "AGProjects-NDA.txt: Non-Disclosure Agreement", "kestrel": "Non-Disclosure Agreement with Kestrel"}
+
+
+def test_a_query_naming_a_hyphenated_file_name_finds_its_summary() -> None:
+    query = "Consider the AGProjects NDA; may copies be made?"
+    assert DocumentIndex(AG, statistics=TABLE).prior_of(query) == {"ag": 1.0}
+    # without the parts, "agprojects" matches nothing and the summaries tie on "nda"-less words: no document stands
+    assert DocumentIndex(AG, statistics=TABLE, word_parts=False).prior_of(query) == {}
+
+
+HUB = {"hub": "Receiving Party shall keep Confidential Information", "kestrel": "Kestrel Analytics and Marlow NDA"}
+
+
+def test_the_prior_reads_only_the_locator_clause() -> None:
+    query = "Consider Kestrel's NDA; must the Receiving Party keep Confidential Information?"
+    # the whole query: the question's words make the hub summary match too (and best: it holds four of them)
+    whole = DocumentIndex(HUB, locator_only=False).prior_of(query)
+    assert set(whole) == {"hub", "kestrel"} and whole["hub"] == 1.0
+    assert DocumentIndex(HUB).prior_of(query) == {"kestrel": 1.0}  # "Consider Kestrel's NDA; " only
+    # no locator clause: the whole query either way
+    plain = "Must the Receiving Party at Kestrel keep Confidential Information?"
+    assert DocumentIndex(HUB).prior_of(plain) == DocumentIndex(HUB, locator_only=False).prior_of(plain)
+    # a locator and nothing after it: the query itself (question_text keeps it whole)
+    assert DocumentIndex(HUB).prior_of("Consider Kestrel's NDA;") == {"kestrel": 1.0}
+
+
+def test_the_options_are_checked() -> None:
+    with pytest.raises(TypeError, match="locator_only must be a bool"):
+        DocumentIndex(HUB, locator_only=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="word_parts must be a bool"):
+        DocumentIndex(HUB, word_parts="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_document_frequency must be in"):
+        DocumentIndex(HUB, max_document_frequency=1.5)
+
+
+def test_an_index_loads_only_with_the_table_it_was_saved_with(tmp_path: Path) -> None:
+    path = DocumentIndex(AG, statistics=TABLE).save(tmp_path / "ag.json")
+    with pytest.raises(ValueError, match="ag.json: saved with the term statistics .* pass statistics="):
+        DocumentIndex.load(path)
+    loaded = DocumentIndex.load(path, statistics=TABLE)
+    assert loaded.prior_of("Consider the AGProjects NDA; copies?") == {"ag": 1.0}
+
+
+def test_a_results_file_from_before_the_options_loads_as_it_ran() -> None:
+    path = Path(__file__).parents[2] / "docs" / "results" / "mini-document-aware" / "results.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    aware = [entry for entry in raw["configs"] if entry["config"]["retrieval"] == "document-aware"]
+    assert aware
+    for entry in aware:
+        for key in ("locator_only", "word_parts"):
+            del entry["config"]["document_retrieval"][key]
+    for entry in parse_results(raw).configs:
+        if entry.config.retrieval == "document-aware":
+            assert (entry.config.document_retrieval.locator_only, entry.config.document_retrieval.word_parts) == (
+                False, False)
