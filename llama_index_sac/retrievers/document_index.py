@@ -2,9 +2,9 @@
 
 :class:`DocumentIndex` holds, per document, the SAC summary and the distinctive names of its text
 (:mod:`.document_names`), with a BM25 index (bm25s) over each. The prior of a query is, per document,
-``(1 - name_weight) * S + name_weight * N``: ``S`` the BM25 match of the query's words against the summaries, ``N``
-that of its name tokens against the names, each divided by its maximum over the documents for this query (so in
-[0, 1]).
+``(1 - name_weight) * S + name_weight * N``: ``S`` the BM25 match of the query's words (of its locator clause:
+below) against the summaries, ``N`` that of its name tokens against the names, each divided by its maximum over the
+documents for this query (so in [0, 1]).
 
 **Only a match that stands out counts** (``prior_margin``, ``require_name_match``). Divided by its maximum, a weak or
 generic match still gives some document 1.0: a query that names no document ("Does the document permit ...") makes
@@ -16,10 +16,13 @@ document. Both leave the prior of a query that names its document unchanged.
 
 **The prior reads the document's name, not the question** (``locator_only``): when the query opens with a locator
 clause ("Consider Acme's NDA; does it ...", :func:`~llama_index_sac.retrievers.chunk_lexical.question_text`), only
-that clause is matched against the summaries and names. The question's own words ("Confidential Information",
-"Receiving Party") are in every NDA and would lift the summaries most like them. **A hyphenated word also gives its
-distinctive parts** (``word_parts``, :func:`~llama_index_sac.retrievers.document_names.with_word_parts`) on both
-sides of the summary match, so a summary that names ``AGProjects-NDA.txt`` matches a query about "AGProjects".
+that clause is matched against the summaries and names (the whole query when the clause matches no document). The
+question's own words ("Confidential Information", "Receiving Party") are in every NDA and would lift the summaries
+most like them. A leading clause that is not a locator ("In short; ...") is read as one too; when it matches some
+document, the rest of the query is not read. **A hyphenated word also gives its distinctive parts** (``word_parts``,
+:func:`~llama_index_sac.retrievers.document_names.with_word_parts`) on both sides of the summary match, so a summary
+that names ``AGProjects-NDA.txt`` matches a query about "AGProjects"; the name match reads the query's name tokens as
+written ("AGProjects-NDA" in a query matches only through the summaries).
 
 :class:`~llama_index_sac.retrievers.document_aware.DocumentAwareRetriever` and
 :class:`~llama_index_sac.retrievers.postprocessor.DocumentAwarePostprocessor` fuse it with the chunk scores.
@@ -130,9 +133,10 @@ class DocumentIndex:
     BM25 index over each (``bm25s``, the ``bm25`` extra).
 
     ``prior(query) = (1 - name_weight) * s + name_weight * n``, where ``s`` is the BM25 score of the query's words
-    against the summaries and ``n`` that of its name tokens against the documents' distinctive names
-    (:mod:`.document_names`), each divided by its maximum over the documents for this query (so in
-    [0, 1]; 0 for every document when nothing matches, or when the match does not stand out: module docstring).
+    (with ``locator_only``, its locator clause's: module docstring) against the summaries and ``n`` that of its name
+    tokens against the documents' distinctive names (:mod:`.document_names`), each divided by its maximum over the
+    documents for this query (so in [0, 1]; 0 for every document when nothing matches, or when the match does not
+    stand out: module docstring).
     Without names (``names=None``) the prior is ``s``.
 
     Args:
@@ -210,7 +214,7 @@ class DocumentIndex:
         self.require_name_match = require_name_match
         self.locator_only = locator_only
         self.word_parts = word_parts
-        self.statistics = TermStatistics.default() if statistics is None else statistics
+        self._statistics = statistics  # None: the shipped table (not copied into a pickle)
         self.max_document_frequency = float(max_document_frequency)
         self._summary_bm25 = _bm25([self._summary_tokens(self.summaries[d]) for d in self.doc_ids])
         self._names_bm25 = None if self.names is None else _bm25(
@@ -298,8 +302,9 @@ class DocumentIndex:
 
         Raises:
             ValueError: the file is not a document index (not a regular file, too large, not UTF-8 JSON, too deep,
-                another format, bad fields, too many name occurrences), or it was saved with another reference
-                table than ``statistics``; the message names the file.
+                another format, bad fields, too many name occurrences), or it reads word parts with another
+                reference table than ``statistics``; the message names the file.
+            TypeError: ``statistics`` is not a ``TermStatistics``.
             OSError: the file cannot be read (``FileNotFoundError``, ...).
         """
         try:
@@ -308,11 +313,17 @@ class DocumentIndex:
             raise ValueError(f"{path}: not a document index file ({exc.problem})") from None
         if not isinstance(data, dict) or data.get("format") not in _FORMATS:
             raise ValueError(f"{path}: not a {_FORMAT} file")
+        if statistics is not None and not isinstance(statistics, TermStatistics):
+            raise TypeError(f"statistics must be a TermStatistics, got {type(statistics).__name__}")
         table = TermStatistics.default() if statistics is None else statistics
-        saved = data.get("statistics")
-        if saved is not None and saved != table.identity():
-            raise ValueError(f"{path}: saved with the term statistics {saved!r}, not {table.identity()!r}: pass "
-                             "statistics= the table it was built with")
+        if data["format"] == _FORMAT:
+            saved = data.get("statistics")
+            if not isinstance(saved, dict):
+                raise ValueError(f"{path}: bad document index (statistics must be the identity of a term table, "
+                                 f"got {saved!r:.80})")
+            if data.get("word_parts") is True and saved != table.identity():
+                raise ValueError(f"{path}: saved with the term statistics {saved!r:.200}, not "
+                                 f"{table.identity()!r}: pass statistics= the table it was built with")
         keys = ("name_pairs", "prior_margin", "require_name_match", "locator_only", "word_parts",
                 "max_document_frequency")
         try:
@@ -328,10 +339,10 @@ class DocumentIndex:
         return self.save(folder / fname)
 
     @classmethod
-    def from_persist_dir(cls, persist_dir: str | os.PathLike[str] = "./storage",
-                         fname: str = PERSIST_FNAME) -> DocumentIndex:
+    def from_persist_dir(cls, persist_dir: str | os.PathLike[str] = "./storage", fname: str = PERSIST_FNAME, *,
+                         statistics: TermStatistics | None = None) -> DocumentIndex:
         """:meth:`load` the index :meth:`persist` wrote into ``persist_dir`` (raises as :meth:`load` does)."""
-        return cls.load(Path(persist_dir).expanduser() / fname)
+        return cls.load(Path(persist_dir).expanduser() / fname, statistics=statistics)
 
     def __len__(self) -> int:
         return len(self.doc_ids)
@@ -349,10 +360,21 @@ class DocumentIndex:
     # -- scores ----------------------------------------------------------------------------------------------
     def prior(self, query: str) -> np.ndarray:
         """The document prior of ``query`` for every document (in ``doc_ids`` order), shape ``(len(self),)``, in
-        [0, 1] (class docstring)."""
+        [0, 1] (class docstring). With ``locator_only``, a query's locator clause is read alone when it matches some
+        document, else the whole query.
+
+        Raises:
+            TypeError: ``query`` is not a str."""
+        question = question_text(query)  # raises TypeError for a non-str query
+        if self.locator_only and len(question) < len(query):  # the locator clause alone ("Consider Acme's NDA; ")
+            prior = self._prior(query[: len(query) - len(question)])
+            if prior.any():
+                return prior
+        return self._prior(query)  # no locator clause, or one that matches no document
+
+    def _prior(self, query: str) -> np.ndarray:
+        """The prior of ``query`` read whole."""
         n = len(self.doc_ids)
-        if self.locator_only:  # the locator clause alone ("Consider Acme's NDA; "), when there is one
-            query = query[: len(query) - len(question_text(query))] or query
         names = None
         if self._names_bm25 is not None and (self.name_weight > 0 or self.require_name_match):
             names = _scores(self._names_bm25, query_tokens(query, pairs=self.name_pairs), n)
@@ -363,6 +385,11 @@ class DocumentIndex:
             prior *= 1.0 - self.name_weight
             prior += self.name_weight * _normalised(names, self.prior_margin)
         return prior
+
+    @property
+    def statistics(self) -> TermStatistics:
+        """The reference table of ``word_parts``."""
+        return TermStatistics.default() if self._statistics is None else self._statistics
 
     def _summary_tokens(self, text: str) -> list[str]:
         """The words of ``text`` for the summary match (:func:`word_tokens`, with ``word_parts`` their parts)."""

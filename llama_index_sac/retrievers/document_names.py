@@ -12,7 +12,7 @@ first kind from the WHOLE document text:
   first character is an upper-case letter, or a digit (``23andMe``, ``3M``); lower-cased; English stop words out;
 * **distinctive** ones: contained in fewer than ``max_document_frequency`` of the documents of a reference table of
   document frequencies (:class:`~llama_index_sac.summarizers.terms.TermStatistics`, the shipped ``legal-terms-v1`` by
-  default: 714 legal documents). A word the table has never seen counts as the rarest.
+  default: 712 distinct legal documents). A word the table has never seen counts as the rarest.
 * **two-word names** (``pairs=True``): a party named by two common words ("Blue Apron", "Product Development") is
   distinctive only as a pair. Two name tokens that are adjacent in the text (separated by spaces or tabs only, no
   stop word, no punctuation, no line break: :func:`name_pairs`) form the token ``"blue_apron"``. The table holds no
@@ -27,7 +27,7 @@ first kind from the WHOLE document text:
   follow it, so ``agprojects`` matches and ``privacy-policy`` gives nothing more.
 
 Everything here is a function of the text and the (versioned, fingerprinted) table: no model, no batch statistics.
-Every function is one linear pass over its input (one bounded regular expression).
+Every function is one linear pass over its input (at most one bounded regular expression).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_MAX_DOCUMENT_FREQUENCY", "PAIR_SEPARATOR", "distinctive_name
            "pair_token", "query_tokens", "with_word_parts", "word_tokens"]
 
 #: A name is distinctive when fewer than this share of the reference table's documents contain it (2%: at most 14
-#: of the 714 documents of ``legal-terms-v1``). Set in a document-identification exploration, before the retrieval
+#: of the 712 documents of ``legal-terms-v1``). Set in a document-identification exploration, before the retrieval
 #: runs (``docs/results.md`` section 6 says how; it is not a held-out choice).
 DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
 # maximal runs of word characters and hyphens (each character is read once: no look-ahead that a long run of
@@ -178,8 +178,10 @@ def with_word_parts(tokens: Iterable[str], *, statistics: TermStatistics | None 
     ``AGProjects-NDA.txt`` in a summary matches a query that says "AGProjects".
 
     Raises:
-        TypeError: ``statistics`` is not a ``TermStatistics``.
+        TypeError: ``tokens`` is a str, ``statistics`` is not a ``TermStatistics``.
         ValueError: ``max_document_frequency`` outside (0, 1]."""
+    if isinstance(tokens, str):
+        raise TypeError("tokens must be a sequence of word tokens (word_tokens(text)), not a str")
     table, limit = _table_limit(statistics, max_document_frequency)
     stop = stop_words()
     out = []

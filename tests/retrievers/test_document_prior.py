@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,8 @@ def test_a_hyphenated_word_gives_its_distinctive_parts_only() -> None:
         with_word_parts(words, max_document_frequency=0)
     with pytest.raises(TypeError, match="statistics must be a TermStatistics"):
         with_word_parts(words, statistics={"nda": 1})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a str"):
+        with_word_parts("agprojects-nda")
 
 
 AG = {"ag": "AGProjects-NDA.txt: Non-Disclosure Agreement", "kestrel": "Non-Disclosure Agreement with Kestrel"}
@@ -57,6 +60,10 @@ def test_the_prior_reads_only_the_locator_clause() -> None:
     assert DocumentIndex(HUB).prior_of(plain) == DocumentIndex(HUB, locator_only=False).prior_of(plain)
     # a locator and nothing after it: the query itself (question_text keeps it whole)
     assert DocumentIndex(HUB).prior_of("Consider Kestrel's NDA;") == {"kestrel": 1.0}
+    # a leading clause that matches no document ("In short;" holds only stop words): the whole query is read
+    assert DocumentIndex(HUB).prior_of("In short; does the Kestrel NDA allow copies?") == {"kestrel": 1.0}
+    with pytest.raises(TypeError, match="query must be a str"):
+        DocumentIndex(HUB).prior(None)  # type: ignore[arg-type]
 
 
 def test_the_options_are_checked() -> None:
@@ -74,6 +81,32 @@ def test_an_index_loads_only_with_the_table_it_was_saved_with(tmp_path: Path) ->
         DocumentIndex.load(path)
     loaded = DocumentIndex.load(path, statistics=TABLE)
     assert loaded.prior_of("Consider the AGProjects NDA; copies?") == {"ag": 1.0}
+    assert DocumentIndex.from_persist_dir(*_persisted(tmp_path), statistics=TABLE).options() == loaded.options()
+    with pytest.raises(TypeError, match="statistics must be a TermStatistics"):
+        DocumentIndex.load(path, statistics={"nda": 1})  # type: ignore[arg-type]
+    # without word parts the table plays no part: any table loads it
+    plain = DocumentIndex(AG, statistics=TABLE, word_parts=False).save(tmp_path / "plain.json")
+    assert DocumentIndex.load(plain).options()["word_parts"] is False
+    # a v4 file must name its table
+    data = json.loads(path.read_text())
+    for bad in (None, 3):
+        data["statistics"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(data))
+        with pytest.raises(ValueError, match="bad.json: bad document index .statistics must be"):
+            DocumentIndex.load(tmp_path / "bad.json", statistics=TABLE)
+
+
+def _persisted(tmp_path: Path) -> tuple[Path, str]:
+    DocumentIndex(AG, statistics=TABLE).persist(tmp_path / "storage")
+    return tmp_path / "storage", "document_index.json"
+
+
+def test_a_pickled_index_does_not_carry_the_shipped_table() -> None:
+    index = DocumentIndex(AG)
+    copy = pickle.loads(pickle.dumps(index))
+    assert len(pickle.dumps(index)) < 4096 and copy.statistics is TermStatistics.default()
+    query = "Consider the AGProjects NDA; copies?"
+    assert copy.prior(query).tolist() == index.prior(query).tolist() and set(copy.prior_of(query)) == {"ag"}
 
 
 def test_a_results_file_from_before_the_options_loads_as_it_ran() -> None:
