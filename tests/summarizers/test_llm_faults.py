@@ -305,7 +305,9 @@ def test_failed_window_cancels_its_siblings() -> None:
         received = list(server.received)
     assert len(text) > 12 * 150
     assert 1 in {_window(r.prompt) for r in received} and {_window(r.prompt) for r in received} <= {0, 1}
-    assert all(r.time <= returned for r in received)  # nothing arrived after the call returned
+    # nothing arrived after the call returned (0.1 s for the stand-in's thread to stamp a request sent before the
+    # cancel on a loaded machine; a request left running or retried would arrive after a 0.3 s answer)
+    assert all(r.time <= returned + 0.1 for r in received)
 
 
 def test_cancelling_the_caller_cancels_the_window_requests() -> None:
