@@ -1,18 +1,23 @@
 """Query latency of DocumentAwareRetriever against plain dense retrieval over the 244,615-chunk index of all 714
-LegalBench-RAG documents (goal: at most 2x, median over the 776 mini queries, side by side in one run): the
-retriever as it ranked before the within-document options (``before``) and with them (``ranked``: the question's
-lexical score, the clause order by the question's own embedding, the prior's hub fix, two-word names, as given by the
-options below).
+LegalBench-RAG documents (goal: at most 2x, median over the 776 mini queries, side by side in one run). Four
+retrievers, interleaved query by query with their order rotating, so each addition's cost is read side by side:
+
+- ``dense``: ``VectorStoreIndex.as_retriever``;
+- ``aware``: the document prior alone, as it read the query before ``locator_only``/``word_parts`` (both off, no
+  within-document ranking);
+- ``previous``: the prior as before plus the within-document ranking (lexical score and clause order);
+- ``ranked``: the package defaults (``DocumentIndex.from_nodes`` and ``DocumentAwareRetriever`` defaults), or the
+  options given below.
 
 The chunks are the real 500-character recursive chunks of the 714 documents with their real extractive summaries
 (term table built from the 714 documents, as ``llama-sac eval`` does) and the queries are the real 776 mini queries;
 the VECTORS are seeded random unit vectors (384 dimensions, float32): latency does not depend on their values, and
-this keeps the benchmark to minutes instead of the two hours of embedding the corpus takes here. Both retrievers run
-over the same ``NumpyVectorStore`` (exact cosine), interleaved query by query.
+this keeps the benchmark to minutes instead of the two hours of embedding the corpus takes here. All retrievers run
+over the same ``NumpyVectorStore`` (exact cosine).
 
 By default the query vectors are given (random) and the question's embedding is a mock: the times are the search
-alone. ``--embed`` makes every retriever embed its query with the default model (and ``ranked`` its question too):
-the times a user waits, embedding included.
+alone. ``--embed`` makes every retriever embed its query with the default model (and the ranked ones their question
+too): the times a user waits, embedding included.
 
     python bench/bench_document_retrieval.py --k 64 --json /tmp/bench_docret.json
     python bench/bench_document_retrieval.py --k 64 --embed --json /tmp/bench_docret_embed.json
@@ -47,6 +52,13 @@ from llama_index_sac.embeddings.default import default_embedding_model  # noqa: 
 from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT  # noqa: E402
 from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT  # noqa: E402
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex  # noqa: E402
+from llama_index_sac.retrievers.document_index import (  # noqa: E402
+    DEFAULT_LOCATOR_ONLY,
+    DEFAULT_NAME_PAIRS,
+    DEFAULT_PRIOR_MARGIN,
+    DEFAULT_REQUIRE_NAME_MATCH,
+    DEFAULT_WORD_PARTS,
+)
 
 DATASETS = ["contractnli", "cuad", "maud", "privacy_qa"]
 
@@ -59,9 +71,12 @@ def main() -> None:
     parser.add_argument("--lexical-weight", type=float, default=DEFAULT_LEXICAL_WEIGHT)
     parser.add_argument("--question-weight", type=float, default=DEFAULT_QUESTION_WEIGHT)
     parser.add_argument("--embed", action="store_true", help="embed each query (and question) with the default model")
-    parser.add_argument("--prior-margin", type=float, default=0.0)
-    parser.add_argument("--require-name-match", action="store_true")
-    parser.add_argument("--name-pairs", action="store_true")
+    parser.add_argument("--prior-margin", type=float, default=DEFAULT_PRIOR_MARGIN)
+    parser.add_argument("--require-name-match", action=argparse.BooleanOptionalAction,
+                        default=DEFAULT_REQUIRE_NAME_MATCH)
+    parser.add_argument("--name-pairs", action=argparse.BooleanOptionalAction, default=DEFAULT_NAME_PAIRS)
+    parser.add_argument("--locator-only", action=argparse.BooleanOptionalAction, default=DEFAULT_LOCATOR_ONLY)
+    parser.add_argument("--word-parts", action=argparse.BooleanOptionalAction, default=DEFAULT_WORD_PARTS)
     args = parser.parse_args()
     clock = time.perf_counter()
     bench = load_legalbenchrag(DATA, DATASETS, scope="all")
@@ -80,25 +95,29 @@ def main() -> None:
     if args.embed:
         index._embed_model = default_embedding_model()  # the queries are embedded at retrieval
     index_clock = time.perf_counter()
-    documents_index = DocumentIndex.from_nodes(nodes, name_pairs=False)  # summaries + names of the 714 texts
+    # the prior as it read the query before locator_only and word_parts: summaries + names of the 714 texts
+    documents_index = DocumentIndex.from_nodes(nodes, name_pairs=False, locator_only=False, word_parts=False)
     document_index_s = time.perf_counter() - index_clock
     pairs_clock = time.perf_counter()
     ranked_index = DocumentIndex.from_nodes(nodes, name_pairs=args.name_pairs, prior_margin=args.prior_margin,
-                                            require_name_match=args.require_name_match)
+                                            require_name_match=args.require_name_match,
+                                            locator_only=args.locator_only, word_parts=args.word_parts)
     ranked_index_s = time.perf_counter() - pairs_clock
     built = time.perf_counter() - clock
     dense = index.as_retriever(similarity_top_k=args.k)
     aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=args.k, lexical_weight=0.0,
                                    question_weight=0.0)
+    previous = DocumentAwareRetriever(index, documents_index, similarity_top_k=args.k,
+                                      lexical_weight=args.lexical_weight, question_weight=args.question_weight)
     ranked = DocumentAwareRetriever(index, ranked_index, similarity_top_k=args.k, lexical_weight=args.lexical_weight,
                                     question_weight=args.question_weight)
     queries = [(q.query, rng.standard_normal(args.dim).astype(np.float32)) for q in bench.queries]
     dense.retrieve(QueryBundle(queries[0][0], embedding=queries[0][1].tolist()))  # the matrix is built once
-    plain_s, aware_s, ranked_s = [], [], []
+    plain_s, aware_s, previous_s, ranked_s = [], [], [], []
     for i, (text, vector) in enumerate(queries):
-        # interleaved; the order of the three rotates from query to query so no one always runs first
-        runs = [(dense, plain_s), (aware, aware_s), (ranked, ranked_s)]
-        for retriever, times in runs[i % 3:] + runs[: i % 3]:
+        # interleaved; the order of the four rotates from query to query so no one always runs first
+        runs = [(dense, plain_s), (aware, aware_s), (previous, previous_s), (ranked, ranked_s)]
+        for retriever, times in runs[i % 4:] + runs[: i % 4]:
             bundle = QueryBundle(text) if args.embed else QueryBundle(text, embedding=vector.tolist())
             t0 = time.perf_counter()
             retriever.retrieve(bundle)
@@ -108,16 +127,21 @@ def main() -> None:
         "build_s": built, "document_index_s": document_index_s, "dense_median_ms": 1000 * statistics.median(plain_s),
         "aware_median_ms": 1000 * statistics.median(aware_s),
         "ratio_of_medians": statistics.median(aware_s) / statistics.median(plain_s),
+        "previous_median_ms": 1000 * statistics.median(previous_s),
+        "previous_ratio_of_medians": statistics.median(previous_s) / statistics.median(plain_s),
         "ranked_median_ms": 1000 * statistics.median(ranked_s),
         "ranked_ratio_of_medians": statistics.median(ranked_s) / statistics.median(plain_s),
         "ranked_over_aware": statistics.median(ranked_s) / statistics.median(aware_s),
+        "ranked_over_previous": statistics.median(ranked_s) / statistics.median(previous_s),
         "dense_p90_ms": 1000 * sorted(plain_s)[int(0.9 * len(plain_s))],
         "aware_p90_ms": 1000 * sorted(aware_s)[int(0.9 * len(aware_s))],
+        "previous_p90_ms": 1000 * sorted(previous_s)[int(0.9 * len(previous_s))],
         "ranked_p90_ms": 1000 * sorted(ranked_s)[int(0.9 * len(ranked_s))],
         "embedded": args.embed,
         "ranked_options": {"lexical_weight": args.lexical_weight, "question_weight": args.question_weight,
                            "prior_margin": args.prior_margin,
-                           "require_name_match": args.require_name_match, "name_pairs": args.name_pairs},
+                           "require_name_match": args.require_name_match, "name_pairs": args.name_pairs,
+                           "locator_only": args.locator_only, "word_parts": args.word_parts},
         "ranked_document_index_s": ranked_index_s,
         "peak_memory_mb": peak_memory_mb(),
     }
