@@ -113,7 +113,10 @@ def main() -> None:
                                     question_weight=args.question_weight)
     queries = [(q.query, rng.standard_normal(args.dim).astype(np.float32)) for q in bench.queries]
     dense.retrieve(QueryBundle(queries[0][0], embedding=queries[0][1].tolist()))  # the matrix is built once
-    plain_s, aware_s, previous_s, ranked_s = [], [], [], []
+    plain_s: list[float] = []
+    aware_s: list[float] = []
+    previous_s: list[float] = []
+    ranked_s: list[float] = []
     for i, (text, vector) in enumerate(queries):
         # interleaved; the order of the four rotates from query to query so no one always runs first
         runs = [(dense, plain_s), (aware, aware_s), (previous, previous_s), (ranked, ranked_s)]

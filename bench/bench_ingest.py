@@ -19,11 +19,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_summaries import load_corpus, mini_paths  # noqa: E402
 
-ENGINES = {"local": {"engine": "local"}, "ray-1": {"engine": "ray", "workers": 1},
+ENGINES: dict[str, dict[str, Any]] = {"local": {"engine": "local"}, "ray-1": {"engine": "ray", "workers": 1},
            "ray-2": {"engine": "ray", "workers": 2}}
 
 
@@ -84,7 +85,7 @@ def stages(folder: Path) -> dict[str, float]:
         t = time.perf_counter()
         store.add(nodes)
         out["write"] = time.perf_counter() - t
-        client.close()
+        client.close()  # type: ignore[attr-defined]  # chromadb's Client has it, ClientAPI does not declare it
     out["chunks"] = len(nodes)
     return out
 

@@ -195,11 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in runs:
         res, med = results[name], statistics.median(times[name])
         res.update(wall_median_s=med, wall_min_s=min(times[name]), runs=len(times[name]))
-        sizes = "-" if res["chunks"] == 0 else f"{res['min_chars']} / {res['median_chars']:.0f} / {res['max_chars']}"
-        chunks = "-" if res["chunks"] == 0 else res["chunks"]
-        over = "-" if res["chunks"] == 0 else res["over_256_tokens"]
+        size_cell = ("-" if res["chunks"] == 0
+                     else f"{res['min_chars']} / {res['median_chars']:.0f} / {res['max_chars']}")
+        chunk_cell = "-" if res["chunks"] == 0 else res["chunks"]
+        over_cell = "-" if res["chunks"] == 0 else res["over_256_tokens"]
         print(f"| {name} | {med:.1f}; {min(times[name]):.1f} | {med / floor:.2f} | {res['embed_inputs']} | "
-              f"{res['embed_chars']:,} | {chunks} | {sizes} | {over} |")
+              f"{res['embed_chars']:,} | {chunk_cell} | {size_cell} | {over_cell} |")
     ours = statistics.median(times["SemanticNodeParser (ours, defaults)"])
     print(f"\nours vs LlamaIndex: {llama / ours:.2f}x faster; ours vs floor: {ours / floor:.2f}x")
     if args.json:

@@ -50,7 +50,7 @@ def load_corpus() -> dict[str, str]:
 
 
 def mini_paths() -> list[str]:
-    paths = set()
+    paths: set[str] = set()
     for bench in sorted((DATA / "benchmarks_mini").glob("*.json")):
         for test in json.loads(bench.read_text(encoding="utf-8"))["tests"]:
             paths.update(s["file_path"] for s in test["snippets"])

@@ -20,6 +20,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from llama_index_sac import ExtractiveSummarizer, load_legalbenchrag
 from llama_index_sac.summarizers.legal_identity import find_parties
@@ -43,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     bench = load_legalbenchrag(args.data_dir, scope="all")
     summarizer = ExtractiveSummarizer()
-    now = {doc_id: {"summary": summarizer.summarize(text).summary,
+    now: dict[str, dict[str, Any]] = {doc_id: {"summary": summarizer.summarize(text).summary,
                     "parties": find_parties(text[: summarizer.lead_chars], max_parties=8)}
            for doc_id, text in bench.documents.items()}
     maud = [d for d in now if d.startswith("maud/")]

@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_
 bash scripts/setup.sh
 
 "$PY" -m ruff check llama_index_sac tests bench scripts notebooks
-"$PY" -m mypy llama_index_sac tests
+"$PY" -m mypy llama_index_sac tests bench
 
 set +e
 "$PY" -m pytest "$@"
