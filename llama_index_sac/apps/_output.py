@@ -1,15 +1,27 @@
 """What the command line prints besides its results: Python warnings and log records as one ``warning: ...`` line
 on stderr each, without file locations or logger names (:func:`cli_output`). The one ``error:`` line of a failed
-command stays the command's own: no log record is printed as an error."""
+command stays the command's own: no log record is printed as an error.
+
+A standard output closed by its reader (``llama-sac ls ... | head -1``) ends the command quietly, as it ends a
+standard Unix tool: no ``error:`` line, no traceback, exit status :data:`STDOUT_CLOSED_STATUS`
+(:func:`closed_stdout_ends_quietly`, applied by the command line's entry point to every command)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import warnings
-from typing import TextIO
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, TextIO
 
-__all__ = ["cli_output", "for_cli", "one_line"]
+__all__ = ["STDOUT_CLOSED_STATUS", "ClosedStdoutEndsQuietly", "cli_output", "closed_stdout_ends_quietly", "for_cli",
+           "one_line", "stdout_closed"]
+
+#: Exit status of a command whose standard output was closed by its reader: 128 + SIGPIPE (13), the status a shell
+#: reports for a Unix tool that SIGPIPE ended (``cat big | head -1``).
+STDOUT_CLOSED_STATUS = 141
 
 #: The part of an open circuit's message (``LLMUnavailableError``) that only means something to a Python caller.
 _LIBRARY_ONLY = "; this summarizer sends no further requests until reset_circuit() is called"
@@ -61,3 +73,83 @@ def cli_output(level: int = logging.WARNING) -> None:
         root.setLevel(level)
 
 
+
+
+def stdout_closed() -> NoReturn:
+    """End the command because its standard output was closed by the reader: no message, exit status
+    :data:`STDOUT_CLOSED_STATUS`.
+
+    Standard output is first pointed at :data:`os.devnull` (its file descriptor, so what is still buffered goes there
+    too; a ``sys.stdout`` without one, as a test runner's, is replaced), so that the interpreter's final flush does not
+    raise ``BrokenPipeError`` again and print ``Exception ignored ...``.
+
+    Raises:
+        SystemExit: always, with :data:`STDOUT_CLOSED_STATUS`.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor behind sys.stdout (io.UnsupportedOperation)
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends
+    raise SystemExit(STDOUT_CLOSED_STATUS)
+
+
+def _stdout_stat() -> os.stat_result | None:
+    try:
+        return os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _rich_closed_stdout(before: os.stat_result | None) -> bool:
+    """Whether standard output was pointed at :data:`os.devnull` since ``before`` was taken: what rich's console
+    (typer's help) does on a closed standard output, before it raises ``SystemExit(1)``."""
+    after = _stdout_stat()
+    if before is None or after is None:
+        return False
+    try:
+        devnull = os.stat(os.devnull)
+    except OSError:
+        return False
+    return os.path.samestat(after, devnull) and not os.path.samestat(before, devnull)
+
+
+@contextmanager
+def closed_stdout_ends_quietly() -> Iterator[None]:
+    """Run the block, then flush ``sys.stdout`` (even when the block raised); a closed standard output in either ends
+    the command quietly (:func:`stdout_closed`): a ``BrokenPipeError``, or the ``SystemExit(1)`` of rich's console
+    (typer's help), which points standard output at :data:`os.devnull` first.
+
+    Raises:
+        SystemExit: with :data:`STDOUT_CLOSED_STATUS` on a closed standard output; every other exception of the block
+            passes unchanged.
+    """
+    before = _stdout_stat()
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
+    except SystemExit as exc:
+        if exc.code == 1 and _rich_closed_stdout(before):
+            stdout_closed()
+        raise
+
+
+class ClosedStdoutEndsQuietly:
+    """Mixin of the command line's click group: its context (``--help`` prints there) and its commands run in
+    :func:`closed_stdout_ends_quietly`, before click's own handler of a closed standard output (exit status 1, the
+    status of an ordinary failure) sees it."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        with closed_stdout_ends_quietly():
+            return super().make_context(info_name, args, parent, **extra)  # type: ignore[misc]
+
+    def invoke(self, ctx: Any) -> Any:
+        with closed_stdout_ends_quietly():
+            return super().invoke(ctx)  # type: ignore[misc]

@@ -21,6 +21,7 @@ Errors: every bad input (an option value typer/click rejects, an unknown option,
 configuration, an embedding model that cannot load offline, an LLM server that fails or is down, an unwritable
 output or cache folder, Ctrl-C) prints one ``error: ...`` line on stderr (continuation lines indented) and exits with
 status 2, without a traceback and without output. ``llama-sac`` alone prints the help and exits with status 0.
+A standard output closed by its reader (``llama-sac ls | head -1``) ends any command quietly, with status 141.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ except ImportError:  # pragma: no cover - older click: no_args_is_help prints th
 
 from llama_index_sac.apps._display import printable
 from llama_index_sac.apps._options import field_default, field_option
-from llama_index_sac.apps._output import cli_output
+from llama_index_sac.apps._output import ClosedStdoutEndsQuietly, cli_output, closed_stdout_ends_quietly
 from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
     EmbedBackendChoice,
@@ -99,9 +100,9 @@ def _click_message(exc: ClickException) -> str:
     return text
 
 
-class _OneLineErrorGroup(TyperGroup):
+class _OneLineErrorGroup(ClosedStdoutEndsQuietly, TyperGroup):
     """The command group: click/typer usage errors (bad option values, unknown options) become one ``error:`` line
-    and exit status 2 instead of typer's boxed format (see the module docstring)."""
+    and exit status 2 instead of typer's boxed format; a closed standard output ends it quietly (module docstring)."""
 
     def main(  # type: ignore[override]
         self,
@@ -301,6 +302,8 @@ def eval_command(
         raise _fail(str(exc)) from None
     except SummarizationError as exc:
         raise _fail(summary_failure(exc, configs)) from None
+    except BrokenPipeError:  # standard output closed by its reader: the entry point ends the command quietly
+        raise
     except (OSError, sqlite3.Error) as exc:  # an unwritable output or cache folder, a full disk
         raise _fail(f"{type(exc).__name__}: {exc}") from None
     except KeyboardInterrupt:
@@ -429,17 +432,17 @@ _EXIT_AT_ONCE = ("query",)
 
 
 def main() -> None:
-    """Entry point of the ``llama-sac`` script."""
-    if sys.argv[1:2] and sys.argv[1] in _EXIT_AT_ONCE:
-        try:
+    """Entry point of the ``llama-sac`` script; a closed standard output ends any command quietly (status 141)."""
+    try:
+        with closed_stdout_ends_quietly():  # flushes standard output too
             app()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-            sys.stdout.flush()
-            sys.stderr.flush()
-            logging.shutdown()
-            os._exit(code)
-    app()
+    except SystemExit as exc:
+        if not (sys.argv[1:2] and sys.argv[1] in _EXIT_AT_ONCE):
+            raise
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,7 +21,7 @@ from llama_index.core.bridge.pydantic import ValidationError
 from llama_index_sac import settings as library
 from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.benchmark import factories, report
-from llama_index_sac.apps.benchmark.components import LLMSummarizerSettings
+from llama_index_sac.apps.benchmark.components import ExtractiveSummarizerSettings, LLMSummarizerSettings
 from llama_index_sac.apps.benchmark.config import (
     EvaluationSetupError,
     LoaderOptions,
@@ -41,6 +41,7 @@ __all__ = [
     "SETTINGS_OPTIONS",
     "SUMMARY_OPTIONS",
     "configs_from_options",
+    "for_own_documents",
     "loader_options",
     "run_and_report",
     "run_settings",
@@ -141,6 +142,23 @@ def loader_options(*, data_dir: Path | None, datasets: list[str], mini: bool, sa
         raise EvaluationSetupError(_messages(exc)) from None
 
 
+def for_own_documents(configs: Sequence[RunConfig], loader: LoaderOptions) -> list[RunConfig]:
+    """``configs`` as they run on ``loader``'s documents. On the user's own folder (``--folder``), an extractive
+    summarizer whose configuration does not name its term table (``summarizer.terms``) weighs key terms against the
+    shipped table, as ``llama-sac ingest`` does, so ``default`` scores the summaries ``ingest`` writes; on
+    LegalBench-RAG and the built-in contracts the presets keep the table fitted on the run's documents (the
+    published runs). A configuration that names its table keeps it."""
+    if loader.source != "folder":
+        return list(configs)
+    out = []
+    for config in configs:
+        summarizer = config.summarizer
+        if isinstance(summarizer, ExtractiveSummarizerSettings) and "terms" not in summarizer.model_fields_set:
+            config = config.model_copy(update={"summarizer": summarizer.model_copy(update={"terms": "shipped"})})
+        out.append(config)
+    return out
+
+
 def run_settings(**values: Any) -> RunSettings:
     """:class:`RunSettings` of the ``eval`` options (:data:`SETTINGS_OPTIONS`; None: the field's default).
 
@@ -171,7 +189,8 @@ def run_and_report(loader: LoaderOptions, configs: list[RunConfig], settings: Ru
         f"{len(benchmark.queries)} queries in {', '.join(benchmark.datasets)}")
     out = Path(output_dir or Path("runs") / f"eval-{benchmark.name}-{datetime.now():%Y%m%d-%H%M%S}")
     with staged_output_dir(out) as staging:
-        results = run_evaluation(benchmark, configs, settings, log=say, loader=used).model_copy(update={
+        results = run_evaluation(benchmark, for_own_documents(configs, used), settings, log=say,
+                                 loader=used).model_copy(update={
             "command": "llama-sac " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
             "created": datetime.now().isoformat(timespec="seconds"),
         })

@@ -22,12 +22,13 @@ import typer
 from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_sac.apps._display import counted, printable
+from llama_index_sac.apps._input import TextInputError, text_lines
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.ingest.files import StoreSpec
 from llama_index_sac.apps.ingest.manage import list_documents, remove
 from llama_index_sac.apps.ingest.pages import page_label
-from llama_index_sac.apps.ingest.query import MAX_K, QueryHit, Searcher, check_question
+from llama_index_sac.apps.ingest.query import DEFAULT_DOCUMENT_AWARE, MAX_K, QueryHit, Searcher, check_question
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
 from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.embeddings.default import EmbeddingBackendOptions
@@ -65,7 +66,14 @@ _EXPECTED = (IngestError, ImportError, OSError)
 
 
 def _failure(exc: BaseException) -> typer.Exit:
-    """The ``error:`` line of an :data:`_EXPECTED` exception (an ``OSError`` names its type)."""
+    """The ``error:`` line of an :data:`_EXPECTED` exception (an ``OSError`` names its type).
+
+    Raises:
+        BrokenPipeError: ``exc`` itself when it is one (standard output closed by its reader): no ``error:`` line,
+            the entry point ends the command quietly (:func:`~llama_index_sac.apps._output.closed_stdout_ends_quietly`).
+    """
+    if isinstance(exc, BrokenPipeError):
+        raise exc
     return _fail(f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc))
 
 
@@ -138,24 +146,23 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def read_questions(source: str) -> list[str]:
-    """The questions of ``--questions``: a file (``-``: standard input), one question a line, strict UTF-8; blank
-    lines are skipped.
+    """The questions of ``--questions``: a file (``-``: standard input), one question a line, strict UTF-8 (a byte
+    order mark at the start accepted, :func:`~llama_index_sac.apps._input.text_lines`); blank lines are skipped.
 
     Raises:
-        IngestError: the file cannot be read, a line is not UTF-8 text (named by its number), or no question.
+        IngestError: the file cannot be read, a line is not UTF-8 text (named by its number and byte), or no question.
     """
     name = "standard input" if source == "-" else source
     try:
         data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     except OSError as exc:
         raise IngestError(f"--questions: cannot read {name} ({type(exc).__name__}: {exc.strerror or exc})") from None
+    try:
+        lines = text_lines(data)
+    except TextInputError as exc:
+        raise IngestError(f"--questions: {name} {exc}") from None
     questions = []
-    for number, line in enumerate(data.splitlines(), 1):
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise IngestError(f"--questions: {name} line {number} is not UTF-8 text (byte 0x{line[exc.start]:02x} "
-                              f"at byte {exc.start + 1})") from None
+    for number, text in enumerate(lines, 1):
         if text.strip():
             questions.append(check_question(text.strip(), f"--questions: {name} line {number}"))
     if not questions:
@@ -192,7 +199,7 @@ def query_command(
                                                         "embedded with).")] = None,
     document_aware: Annotated[bool, typer.Option(
         "--document-aware/--plain", help="Rank with DocumentAwareRetriever (the default: the documents' summaries "
-        "and names weigh in), or plain dense retrieval.")] = True,
+        "and names weigh in), or plain dense retrieval.")] = DEFAULT_DOCUMENT_AWARE,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per question and line: the question and "
                                           "its hits (document, pages, start, end, score, summary, text).")] = False,
     progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
@@ -251,7 +258,7 @@ def serve_command(
                                                     "ingested with).")] = None,
     document_aware: Annotated[bool, typer.Option(
         "--document-aware/--plain", help="Rank with DocumentAwareRetriever (the default; its document index is "
-        "read once, at start), or plain dense retrieval.")] = True,
+        "read once, at start), or plain dense retrieval.")] = DEFAULT_DOCUMENT_AWARE,
     progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
 ) -> None:
     """Answer questions over HTTP (JSON): POST /query {"query": ..., "k": ...} returns the hits, GET /health the

@@ -31,9 +31,12 @@ from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
 from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.settings import model_space, recorded_space
 
-__all__ = ["MAX_K", "QueryHit", "Searcher", "check_k", "check_question", "load_model", "model_loading_progress",
-           "query"]
+__all__ = ["DEFAULT_DOCUMENT_AWARE", "MAX_K", "QueryHit", "Searcher", "check_k", "check_question", "load_model",
+           "model_loading_progress", "query"]
 
+#: Questions are ranked by :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults unless told otherwise
+#: (``document_aware=False``, ``--plain``): the best setup measured (``docs/results.md`` section 6).
+DEFAULT_DOCUMENT_AWARE = True
 #: The largest ``k`` a query may ask for (the stores' clients overflow on huge values).
 MAX_K = 10_000
 _DEFAULT_NAMES = {None, DEFAULT_EMBED_MODEL_NAME, DEFAULT_EMBED_MODEL_NAME.rsplit("/", 1)[-1]}
@@ -155,9 +158,10 @@ class Searcher:
     the store's client is closed on exit).
 
     The embedding model is ``embed_model``, else ``embed_model_name``, else the one the collection was ingested with.
-    With ``document_aware``, :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults ranks the chunks (its
-    document index is the one ``ingest`` saved for the collection's current state,
-    :mod:`~llama_index_sac.apps.ingest.document_index`, else read from the collection once, on opening). While an
+    With ``document_aware`` (the default, :data:`DEFAULT_DOCUMENT_AWARE`),
+    :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults ranks the chunks (its document index is the one
+    ``ingest`` saved for the collection's current state, :mod:`~llama_index_sac.apps.ingest.document_index`, else read
+    from the collection once, on opening); else plain dense retrieval. While an
     ``ingest`` holds the collection's lock and the collection has no row yet (or does not exist yet),
     ``ingest_in_progress`` is true and every search returns ``[]``.
 
@@ -171,7 +175,7 @@ class Searcher:
 
     def __init__(self, store: StoreSpec | str, *, collection: str = "llama-sac",
                  embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
-                 embed_options: EmbeddingBackendOptions | None = None, document_aware: bool = False,
+                 embed_options: EmbeddingBackendOptions | None = None, document_aware: bool = DEFAULT_DOCUMENT_AWARE,
                  show_progress: bool = True) -> None:
         self.spec = store if isinstance(store, StoreSpec) else StoreSpec.parse(store)
         self.collection = collection
@@ -270,7 +274,7 @@ class Searcher:
 
 def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac", k: int = 5,
           embed_model: BaseEmbedding | None = None, embed_model_name: str | None = None,
-          embed_options: EmbeddingBackendOptions | None = None, document_aware: bool = False,
+          embed_options: EmbeddingBackendOptions | None = None, document_aware: bool = DEFAULT_DOCUMENT_AWARE,
           show_progress: bool = True) -> list[QueryHit]:
     """The ``k`` chunks of the collection closest to ``question``, best first (``[]`` for an empty collection): one
     question through a :class:`Searcher` (see it for the arguments). Nothing is created or written.

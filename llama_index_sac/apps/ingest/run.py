@@ -46,6 +46,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from tqdm.auto import tqdm
 
 from llama_index_sac._util import require_extra
+from llama_index_sac.apps._display import counted
 from llama_index_sac.apps.ingest.document_index import save_document_index
 from llama_index_sac.apps.ingest.files import (
     SUFFIXES,
@@ -108,7 +109,7 @@ class IngestReport:
             (len(self.failed), "summary failure(s)")) if n)
         return (f"{self.store} (collection {self.collection}, engine {self.engine}): documents {self.new} new, "
                 f"{self.changed} changed, {self.unchanged} unchanged, {self.removed} removed{extra}; "
-                f"{self.chunks_written} chunks written in {self.seconds:.1f} s")
+                f"{counted(self.chunks_written, 'chunk')} written in {self.seconds:.1f} s")
 
 
 # -- ingestion -------------------------------------------------------------------------------------------------------
@@ -130,7 +131,8 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
         embed_model: an embedding model to use instead of ``settings.embed_model`` (with ``engine="ray"`` it is
             pickled to the workers: it must be rebuilt correctly from its fields).
         log: receives one line per unreadable file, missing path and failed summary, one for the files that gave no
-            chunk (empty), one per moved folder label and one when documents are written again.
+            chunk (empty), one per moved folder label, one when documents are written again and one when documents
+            carry none of the summarizer's ``metadata_keys`` (their summaries are content-only).
 
     Raises:
         IngestError: no path exists, no file to ingest, nothing readable (the store is then not opened), a folder
@@ -190,6 +192,8 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
     named = {Path(os.path.abspath(os.path.expanduser(p))) for p in paths}  # links named are followed
     forget: set[str] = set()  # documents not read whose rows go (a broken link, a link not followed, a vanished file)
     rounds = range(0, len(files), settings.batch_documents)
+    keys, unnamed = list(getattr(settings.summarizer, "metadata_keys", [])), 0  # documents carrying none of the keys
+    carried: set[str] = set()  # the metadata keys the documents carry
     with ExitStack() as stack:
         run: _Run | None = None
         for number, first in enumerate(rounds, 1):
@@ -213,12 +217,17 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
                 for line in held:
                     say(line)
             seen.update(d.id_ for d in documents)
+            unnamed += sum(not any(str(d.metadata.get(key) or "").strip() for key in keys) for d in documents)
+            carried.update(key for d in documents for key in d.metadata)
             run.round(documents)
         if run is None:
             raise IngestError("nothing could be read (the store was not touched): "
                               + "; ".join(f"{p}: {why}" for p, why in report.skipped.items()))
         run.remove_vanished(sources.folders, sources.walked, seen, forget)
         save_document_index(record, run.vector_store)  # query and serve then need not read every chunk
+    if keys and unnamed:
+        say(f"{unnamed} of {len(seen)} document(s) carry none of the summary metadata keys {keys}: their summaries "
+            f"are content-only (the documents' metadata keys: {', '.join(sorted(carried))})")
     if report.empty:
         say(f"no chunk from {len(report.empty)} file(s) without text (empty or whitespace only; recorded, nothing "
             f"written): {', '.join(report.empty)}")

@@ -9,9 +9,9 @@ with status 0). Standard library only (``http.server.ThreadingHTTPServer``); que
   :data:`~llama_index_sac.apps.ingest.query.MAX_K`): ``{"query", "k", "hits": [...]}``, each hit as
   :meth:`~llama_index_sac.apps.ingest.query.QueryHit.to_dict` (document, pages, start, end, score, summary, text).
 
-A bad request is answered with a JSON ``{"error": "..."}``: 400 (not JSON, not UTF-8, not an object, a missing or
-empty ``query``, a bad ``k``, an unknown key), 404 (another path), 405 (another method), 411 (no Content-Length),
-413 (a body over :data:`MAX_BODY_BYTES`); 500 when the store fails while answering.
+A bad request is answered with a JSON ``{"error": "..."}``: 400 (not JSON, not UTF-8, not an object, a key given
+twice, a missing or empty ``query``, a bad ``k``, an unknown key), 404 (another path), 405 (another method), 411 (no
+Content-Length), 413 (a body over :data:`MAX_BODY_BYTES`); 500 when the store fails while answering.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from llama_index_sac.apps._input import DuplicateKeyError, unique_keys
 from llama_index_sac.apps.ingest.files import IngestError
 from llama_index_sac.apps.ingest.query import Searcher, check_k, check_question
 
@@ -122,9 +123,11 @@ class _Handler(BaseHTTPRequestHandler):
                               f"the request body is over {MAX_BODY_BYTES} bytes")
         raw = self.rfile.read(int(length))
         try:
-            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=unique_keys)
         except UnicodeDecodeError:
             raise _BadRequest(HTTPStatus.BAD_REQUEST, "the request body is not UTF-8") from None
+        except DuplicateKeyError as exc:
+            raise _BadRequest(HTTPStatus.BAD_REQUEST, f"the request body has a {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise _BadRequest(HTTPStatus.BAD_REQUEST, f"the request body is not JSON ({str(exc)[:200]})") from None
         if not isinstance(body, dict):

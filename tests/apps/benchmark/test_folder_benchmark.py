@@ -134,3 +134,56 @@ def test_docx_files_are_read_as_ingest_reads_them_and_a_damaged_pdf_is_named(tmp
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     with pytest.raises(FolderBenchmarkError, match=r"'broken.pdf': "):
         load_folder_benchmark(folder, questions)
+
+
+def test_a_questions_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Windows Notepad and Excel start a UTF-8 file with a byte order mark: accepted at the start of the file only."""
+    folder = _folder(tmp_path)
+    line = json.dumps({"question": "Which law governs the Acme NDA?", "file": "nda/acme.txt", "quote": "Delaware"})
+    questions = tmp_path / "bom.jsonl"
+    questions.write_bytes(b"\xef\xbb\xbf" + (line + "\r\n" + line.replace("Acme", "Beta") + "\r\n").encode())
+    bench = load_folder_benchmark(folder, questions)
+    assert [q.query for q in bench.queries] == ["Which law governs the Acme NDA?", "Which law governs the Beta NDA?"]
+    questions.write_bytes((line + "\n").encode() + b"\xef\xbb\xbf" + (line + "\n").encode())  # not at the start
+    with pytest.raises(FolderBenchmarkError, match=r"line 2: not JSON \(Unexpected UTF-8 BOM"):
+        load_folder_benchmark(folder, questions)
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_its_line_and_offset(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    line = json.dumps({"question": "Which law?", "file": "zeta.md", "quote": "New York"}).encode()
+    questions = tmp_path / "latin1.jsonl"
+    questions.write_bytes(line + b"\n" + b'{"question": "caf\xe9?"}\n')
+    with pytest.raises(FolderBenchmarkError) as info:
+        load_folder_benchmark(folder, questions)
+    assert str(info.value) == f"questions file {str(questions)!r}: line 2 is not UTF-8 text (byte 0xe9 at byte 18)"
+    questions.write_bytes(b"\xef\xbb\xbf" + b'{"q\xff')  # the byte order mark counts in the offset, as in an editor
+    with pytest.raises(FolderBenchmarkError, match=r": line 1 is not UTF-8 text \(byte 0xff at byte 7\)$"):
+        load_folder_benchmark(folder, questions)
+
+
+def test_a_key_given_twice_in_a_line_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from llama_index_sac.apps.benchmark import factories
+    from llama_index_sac.apps.cli import app
+    from tests.conftest import FakeEmbedding
+
+    folder = _folder(tmp_path)
+    questions = tmp_path / "dup.jsonl"
+    questions.write_text(json.dumps({"question": "Fees?", "file": "zeta.md", "quote": "net 30"}) + "\n"
+                         + '{"question": "Law?", "file": "zeta.md", "quote": "New York", "quote": "net 30"}\n'
+                         + '{"question": "Law?", "file": "zeta.md", "quote": ["New York"], "id": {"a": 1, "a": 2}}\n',
+                         encoding="utf-8")
+    with pytest.raises(FolderBenchmarkError) as info:
+        load_folder_benchmark(folder, questions)
+    assert str(info.value) == (f"questions file {str(questions)!r}: line 2: duplicate key 'quote'; "
+                               "line 3: duplicate key 'a'")
+    monkeypatch.setattr(factories, "load_embedding_model", lambda *args, **kwargs: FakeEmbedding())
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "--folder", str(folder), "--questions", str(questions),
+                                      "-o", str(out), "--no-progress", "-q"])
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr.splitlines() == [f"error: questions file {str(questions)!r}: line 2: duplicate key "
+                                          "'quote'; line 3: duplicate key 'a'"]
+    assert not out.exists()

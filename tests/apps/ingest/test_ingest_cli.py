@@ -473,3 +473,32 @@ def test_cli_bad_input_is_one_error_line(tmp_path: Path, args: list[str], messag
     assert "Traceback" not in result.output
     assert not (tmp_path / "store").exists()
     assert not list((tmp_path / "docs").glob(RECORD_DIR))
+
+
+def test_summary_metadata_that_no_document_carries_is_reported(tmp_path: Path) -> None:
+    write_contracts(tmp_path / "docs", 3)
+    lines: list[str] = []
+    spec = f"chroma:{tmp_path / 'store'}"
+    ingest([tmp_path / "docs"], spec, settings_from_options(summary_metadata=["nonexistent_key"], progress=False),
+           embed_model=FakeEmbedding(), log=lines.append)
+    (line,) = [line for line in lines if "summary metadata" in line]
+    assert line.startswith("3 of 3 document(s) carry none of the summary metadata keys ['nonexistent_key']: their "
+                           "summaries are content-only (the documents' metadata keys: file_name, file_path, ")
+    quiet: list[str] = []  # the default keys: every file has a file_name
+    ingest([tmp_path / "docs"], f"chroma:{tmp_path / 'other'}", settings(), embed_model=FakeEmbedding(),
+           log=quiet.append)
+    assert not [line for line in quiet if "summary metadata" in line]
+    content_only: list[str] = []  # no keys asked: nothing to report
+    ingest([tmp_path / "docs"], f"chroma:{tmp_path / 'third'}", settings_from_options(summary_metadata=[],
+           progress=False), embed_model=FakeEmbedding(), log=content_only.append)
+    assert not [line for line in content_only if "summary metadata" in line]
+
+
+def test_the_last_line_counts_one_chunk_in_the_singular() -> None:
+    from llama_index_sac.apps.ingest.run import IngestReport
+
+    report = IngestReport(store="chroma:/s", collection="llama-sac", engine="local", new=1, chunks_written=1)
+    assert report.line() == ("chroma:/s (collection llama-sac, engine local): documents 1 new, 0 changed, 0 unchanged, "
+                             "0 removed; 1 chunk written in 0.0 s")
+    report.chunks_written = 2
+    assert report.line().endswith("; 2 chunks written in 0.0 s")

@@ -124,6 +124,44 @@ def test_bad_questions_and_k_are_one_error_before_the_model_loads(store: str, tm
         check_question("a\ud800")
 
 
+def test_a_questions_file_with_a_byte_order_mark(store: str, tmp_path: Path, fake_model: list[str | None]) -> None:
+    """Windows Notepad starts a UTF-8 file with a byte order mark: not part of the first question; elsewhere it is."""
+    questions = tmp_path / "bom.txt"
+    questions.write_bytes(b"\xef\xbb\xbfWhich law governs?\r\nWho pays the fees?\r\n")
+    from llama_index_sac.apps.cli import app
+
+    for source, stdin in ((str(questions), None), ("-", questions.read_bytes())):  # a file, standard input
+        result = runner.invoke(app, ["query", "--questions", source, "--vector-store", store, "--k", "1", "--json"],
+                               input=stdin)
+        assert result.exit_code == 0, result.output
+        assert [json.loads(line)["query"] for line in result.stdout.splitlines()] == [
+            "Which law governs?", "Who pays the fees?"]
+    questions.write_bytes(b"caf\xc3\xa9 law?\nfees \xef\xbb\xbf\xff\n")
+    assert one_error(cli("query", "--questions", str(questions), "--vector-store", store)) == (
+        f"error: --questions: {questions} line 2 is not UTF-8 text (byte 0xff at byte 9)")
+
+
+def test_serve_refuses_a_key_given_twice() -> None:
+    """``{"query": "x", "k": 1, "k": 2}`` is a 400 naming the key, not an answer with the last k."""
+    import threading
+
+    from llama_index_sac.apps.ingest.serve import QueryServer
+
+    server = QueryServer(("127.0.0.1", 0), None, 5)  # refused before a question reaches the searcher
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for body, key in ((b'{"query": "x", "k": 1, "k": 2}', "k"), (b'{"query": "x", "query": "y"}', "query")):
+            request = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/query", data=body,
+                                             method="POST")
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(request, timeout=60)
+            assert info.value.code == 400
+            assert json.loads(info.value.read()) == {"error": f"the request body has a duplicate key {key!r}"}
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.slow
 def test_non_utf8_argv_in_a_real_process(store: str) -> None:
     result = subprocess.run([sys.executable, "-m", "llama_index_sac.apps.cli", "query", b"caf\xe9",
@@ -227,7 +265,7 @@ def check_server(server: Server, store: str, state_dir: str | None = None) -> No
         (b'{"query": 5}', 400, "query must be a string"), (b'{"query": "a", "k": 0}', 400, '"k" must be'),
         (b'{"query": "a", "k": 99999999999999999999}', 400, '"k" must be'),
         (b'{"query": "a", "k": true}', 400, '"k" must be an integer from 1 to 10000, got true'),
-        (b'{"query": "a", "x": 1}', 400, "unknown key"),
+        (b'{"query": "a", "x": 1}', 400, "unknown key"), (b'{"query": "a", "k": 1, "k": 2}', 400, "duplicate key 'k'"),
         (b'{"query": "a\\udcff"}', 400, "not UTF-8 text"), (b"[" * 30000 + b"]" * 30000, 400, "not JSON"),
         (b"x" * (64 * 1024 + 1), 413, "over 65536 bytes"),
     ]:
@@ -278,7 +316,7 @@ def test_serve_command_with_the_default_model(tmp_path: Path) -> None:
     try:
         status, answer = post(server, {"query": "Which law governs the agreement?", "k": 2})
         assert status == 200
-        expected = query("Which law governs the agreement?", store, k=2, embed_model=model)
+        expected = query("Which law governs the agreement?", store, k=2, embed_model=model, document_aware=False)
         assert [(h["document"], h["start"], h["end"]) for h in answer["hits"]] == [
             (h.doc_id, h.start, h.end) for h in expected]
         assert answer["hits"][0]["score"] == pytest.approx(expected[0].score, abs=1e-5)

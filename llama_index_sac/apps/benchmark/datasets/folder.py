@@ -1,12 +1,13 @@
 """A benchmark from a user's own contracts: a folder of documents plus a small questions file.
 
-Each line of the questions file (JSON Lines, UTF-8) is one question with the file that answers it and the passage
-that answers it, quoted from the document::
+Each line of the questions file (JSON Lines, UTF-8, a byte order mark at the start accepted) is one question with
+the file that answers it and the passage that answers it, quoted from the document::
 
     {"question": "Which law governs the Acme NDA?", "file": "nda/acme.txt", "quote": "governed by the laws of Delaware"}
 
 ``quote`` may be a list of passages (several gold spans); ``occurrence`` (0-based) picks one occurrence of a passage
-that appears more than once; ``id`` names the question (default: ``q<line>``). Offsets are found with
+that appears more than once; ``id`` names the question (default: ``q<line>``); a key given twice in a line is an
+error. Offsets are found with
 :func:`~llama_index_sac.evaluation.gold_span` (whitespace runs match any whitespace, so a passage copied from a
 PDF viewer still matches). Every document of the folder goes into the index, so DRM measures confusion with every
 other contract of the collection, as in production.
@@ -19,6 +20,7 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from llama_index_sac.apps._input import DuplicateKeyError, TextInputError, text_lines, unique_keys
 from llama_index_sac.apps.benchmark.datasets.base import BenchmarkQuery, RetrievalBenchmark
 from llama_index_sac.apps.ingest.files import SUFFIXES, read_file
 from llama_index_sac.apps.ingest.readers import Unreadable
@@ -114,9 +116,9 @@ def load_folder_benchmark(folder: str | Path, questions: str | Path, *, name: st
 
     Raises:
         FolderBenchmarkError: the folder has no readable document, a document is not UTF-8, the questions file is
-            missing, not a regular file, too large, not UTF-8 JSON Lines, or a line has a missing or wrong field, a
-            file that is not in the folder, or a quote that is not in its document or is ambiguous (the message lists
-            every problem with its line).
+            missing, not a regular file, too large, not UTF-8 JSON Lines (the line and byte named), or a line has a
+            key twice, a missing or wrong field, a file that is not in the folder, or a quote that is not in its
+            document or is ambiguous (the message lists every problem with its line).
     """
     folder, questions = Path(folder), Path(questions)
     if not folder.is_dir():
@@ -126,9 +128,9 @@ def load_folder_benchmark(folder: str | Path, questions: str | Path, *, name: st
     if questions.stat().st_size > MAX_QUESTIONS_BYTES:
         raise FolderBenchmarkError(f"questions file {str(questions)!r} is larger than {MAX_QUESTIONS_BYTES} bytes")
     try:
-        lines = questions.read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise FolderBenchmarkError(f"questions file {str(questions)!r} is not UTF-8 ({exc.reason})") from None
+        lines = text_lines(questions.read_bytes())
+    except TextInputError as exc:
+        raise FolderBenchmarkError(f"questions file {str(questions)!r}: {exc}") from None
     documents = _read_documents(folder)
     dataset = name or folder.resolve().name or "folder"
     problems: list[str] = []
@@ -137,7 +139,10 @@ def load_folder_benchmark(folder: str | Path, questions: str | Path, *, name: st
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json.loads(line, object_pairs_hook=unique_keys)
+        except DuplicateKeyError as exc:
+            problems.append(f"line {line_no}: {exc}")
+            continue
         except (json.JSONDecodeError, RecursionError) as exc:
             problems.append(f"line {line_no}: not JSON ({str(exc)[:80]})")
             continue
