@@ -263,7 +263,14 @@ def export_float32(weights_folder: Path, out: Path) -> None:
         require_extra("onnx", "offline", "the one-time ONNX export of all-MiniLM-L6-v2")
     except ImportError as exc:
         raise EmbeddingModelError(str(exc)) from exc
-    bert = transformers.AutoModel.from_pretrained(str(weights_folder), attn_implementation="eager")
+    hf_logging = transformers.utils.logging
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # transformers' "Loading weights" bar: the export is one quiet step
+    try:
+        bert = transformers.AutoModel.from_pretrained(str(weights_folder), attn_implementation="eager")
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
     bert.eval()
 
     class _SentenceEmbedding(torch.nn.Module):  # type: ignore[misc,name-defined]

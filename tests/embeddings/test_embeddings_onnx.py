@@ -437,3 +437,23 @@ def test_onnx_path_imports_no_torch(both_models) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(graph), "False", "False"]
+
+
+@pytest.mark.slow
+@offline_installed
+def test_the_one_time_export_prints_no_progress_bar(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The export of the real weights writes a graph and prints nothing: transformers' "Loading weights" bar is off
+    for the export (and back on after it, as the caller had it)."""
+    import transformers
+
+    from llama_index_sac.embeddings.model import offline_model_path
+    from llama_index_sac.embeddings.onnx_export import export_float32
+
+    weights = offline_model_path()
+    assert weights is not None
+    assert transformers.utils.logging.is_progress_bar_enabled()
+    export_float32(weights, tmp_path / "model.onnx")
+    captured = capfd.readouterr()
+    assert (tmp_path / "model.onnx").stat().st_size > 1_000_000
+    assert "Loading weights" not in captured.err + captured.out
+    assert transformers.utils.logging.is_progress_bar_enabled()
