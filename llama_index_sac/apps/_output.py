@@ -8,6 +8,7 @@ standard Unix tool: no ``error:`` line, no traceback, exit status :data:`STDOUT_
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -80,8 +81,8 @@ def stdout_closed() -> NoReturn:
     :data:`STDOUT_CLOSED_STATUS`.
 
     Standard output is first pointed at :data:`os.devnull` (its file descriptor, so what is still buffered goes there
-    too; a ``sys.stdout`` without one, as a test runner's, is replaced), so that the interpreter's final flush does not
-    raise ``BrokenPipeError`` again and print ``Exception ignored ...``.
+    too; a ``sys.stdout`` without one, as a test runner's, is replaced by an in-memory buffer), so that the
+    interpreter's final flush does not raise ``BrokenPipeError`` again and print ``Exception ignored ...``.
 
     Raises:
         SystemExit: always, with :data:`STDOUT_CLOSED_STATUS`.
@@ -93,7 +94,7 @@ def stdout_closed() -> NoReturn:
         finally:
             os.close(devnull)
     except (OSError, ValueError, AttributeError):  # no file descriptor behind sys.stdout (io.UnsupportedOperation)
-        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends
+        sys.stdout = io.StringIO()  # what is still written is dropped; no file left open
     raise SystemExit(STDOUT_CLOSED_STATUS)
 
 
