@@ -74,8 +74,6 @@ def cli_output(level: int = logging.WARNING) -> None:
         root.setLevel(level)
 
 
-
-
 def stdout_closed() -> NoReturn:
     """End the command because its standard output was closed by the reader: no message, exit status
     :data:`STDOUT_CLOSED_STATUS`.

@@ -192,8 +192,10 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
     named = {Path(os.path.abspath(os.path.expanduser(p))) for p in paths}  # links named are followed
     forget: set[str] = set()  # documents not read whose rows go (a broken link, a link not followed, a vanished file)
     rounds = range(0, len(files), settings.batch_documents)
-    keys, unnamed = list(getattr(settings.summarizer, "metadata_keys", [])), 0  # documents carrying none of the keys
-    carried: set[str] = set()  # the metadata keys the documents carry
+    augmentation = steps[-1]  # build_steps: parser, pages, augmentation
+    assert isinstance(augmentation, SummaryAugmentationTransformation)
+    summarizer = augmentation.summarizer
+    unnamed, carried = 0, set[str]()  # documents whose summary folds in no metadata; the keys the documents carry
     with ExitStack() as stack:
         run: _Run | None = None
         for number, first in enumerate(rounds, 1):
@@ -217,7 +219,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
                 for line in held:
                     say(line)
             seen.update(d.id_ for d in documents)
-            unnamed += sum(not any(str(d.metadata.get(key) or "").strip() for key in keys) for d in documents)
+            unnamed += sum(not summarizer.folded_metadata(d.metadata) for d in documents)
             carried.update(key for d in documents for key in d.metadata)
             run.round(documents)
         if run is None:
@@ -225,8 +227,9 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
                               + "; ".join(f"{p}: {why}" for p, why in report.skipped.items()))
         run.remove_vanished(sources.folders, sources.walked, seen, forget)
         save_document_index(record, run.vector_store)  # query and serve then need not read every chunk
-    if keys and unnamed:
-        say(f"{unnamed} of {len(seen)} document(s) carry none of the summary metadata keys {keys}: their summaries "
+    if summarizer.metadata_keys and unnamed:
+        say(f"{unnamed} of {len(seen)} document(s) carry none of the summary metadata keys "
+            f"{list(summarizer.metadata_keys)}: their summaries "
             f"are content-only (the documents' metadata keys: {', '.join(sorted(carried))})")
     if report.empty:
         say(f"no chunk from {len(report.empty)} file(s) without text (empty or whitespace only; recorded, nothing "
