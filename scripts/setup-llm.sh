@@ -9,7 +9,8 @@
 #   ${SAC_MODEL_DIR:-$HOME/.cache/llama-index-sac/models}/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 # (the tests look there too, or at $SAC_TEST_GGUF).
 set -euo pipefail
-PY=${PYTHON:-python3}
+cd "$(dirname "$0")/.."
+. scripts/_python.sh
 MODEL_DIR=${SAC_MODEL_DIR:-$HOME/.cache/llama-index-sac/models}
 MODEL=$MODEL_DIR/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 MODEL_SIZE=491400064

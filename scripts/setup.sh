@@ -5,7 +5,7 @@
 #   SAC_WITH_LLM=1 bash scripts/setup.sh   # also the local test LLM (llama-cpp-python + Qwen GGUF), see setup-llm.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+. scripts/_python.sh
 
 # torch first, pinned to the local CPU build: an unpinned torch pulls a multi-GB CUDA build.
 if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.13.0") else 1)' 2>/dev/null; then
