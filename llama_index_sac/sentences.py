@@ -16,13 +16,13 @@ Both are followed by a split after the sentence ends of scripts that Punkt does 
 Japanese, full-width), ``؟`` (Arabic question mark) and ``۔`` (Urdu full stop), with any closing quotes or brackets
 and following whitespace kept with the sentence.
 
-Cost: linear in the text, adversarial text included. nupunkt (0.8) is not on one kind of input: a sentence end glued to
-further punctuation (``."``, ``!!``, ``?)``) is a candidate, and for each candidate it scans the rest of the
-whitespace-free chunk and the next one, so a chunk made of many of them (``."."."...``, ``!!!!...``) is quadratic. In a
-whitespace-free chunk with more than :data:`MAX_GLUED_ENDS` such ends, they are therefore hidden from nupunkt (read as
-``","``; offsets are unchanged): such a chunk ends a sentence at most where it ends. The LegalBench-RAG corpus (79.7 M
-characters) has at most 3 in a chunk, so ordinary text is segmented exactly as nupunkt does. NLTK's Punkt is linear on
-the same inputs.
+Cost: linear in the text, adversarial text included. nupunkt alone is not linear on one kind of input: a sentence
+end glued to further punctuation (``."``, ``!!``, ``?)``) is a candidate, and for each candidate it scans the rest of
+the whitespace-free chunk and the next one, so a chunk made of many of them (``."."."...``, ``!!!!...``) is
+quadratic. In a whitespace-free chunk with more than :data:`MAX_GLUED_ENDS` such ends, they are therefore hidden from
+nupunkt (read as ``","``; offsets are unchanged): such a chunk ends a sentence at most where it ends. Text with at
+most :data:`MAX_GLUED_ENDS` glued ends per whitespace-free chunk is segmented exactly as nupunkt segments it. NLTK's
+Punkt is linear on the same inputs.
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ def sentence_spans(text: str, backend: SentenceBackend = "nupunkt") -> list[Span
         A text of whitespace only is one span.
 
     Raises:
-        ValueError: unknown backend. ImportError: the backend or its data is not installed.
+        ValueError: unknown backend.
+        ImportError: the backend or its data is not installed.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
@@ -139,7 +140,7 @@ def sentence_spans(text: str, backend: SentenceBackend = "nupunkt") -> list[Span
     bounds = [0, *ordered, len(text)]
     spans = [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
     # A whitespace-only piece (e.g. leading blank lines) joins its neighbour rather than standing alone. Whether the
-    # last merged span is blank is tracked, not recomputed: re-slicing a span that keeps growing was quadratic.
+    # last merged span is blank is tracked, not recomputed: re-slicing a span that keeps growing would be quadratic.
     merged: list[Span] = []
     last_blank = False
     for start, end in spans:

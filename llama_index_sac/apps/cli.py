@@ -4,7 +4,7 @@
 baseline, recursive 500-character chunks, against SAC, the same chunks embedded with an extractive document
 summary), retrieves for every benchmark query and reports DRM@k, precision@k and recall@k per dataset and overall.
 
-* no data option: the built-in synthetic contracts (offline, about a minute on a laptop CPU);
+* no data option: the built-in synthetic contracts (offline);
 * ``--data-dir PATH``: LegalBench-RAG (``corpus/`` or ``corpus.tar.xz`` + ``benchmarks/`` or ``benchmarks_mini/``).
 
 Outputs (in ``--output-dir``): ``results.json`` (configuration, per-query records, aggregates, timings, versions,

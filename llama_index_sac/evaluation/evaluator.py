@@ -165,6 +165,22 @@ class RetrievalQualityEvaluator(BaseModel):
     Works with any ``BaseRetriever`` whose nodes carry a document id and character offsets (see the module
     docstring). Per-query ``QueryBundle.embedding`` may be supplied (precomputed query embeddings) through
     ``query_embeddings``; retrievers that do not embed ignore it.
+
+    Example::
+
+        evaluator = RetrievalQualityEvaluator(retriever=index.as_retriever(similarity_top_k=64))
+        result = evaluator.evaluate_dataset(benchmark.queries)
+        result.overall("drm", 8), result.overall("precision", 8)     # unweighted means over the datasets
+
+    Args:
+        retriever: the retriever to evaluate; its ``similarity_top_k`` should be at least ``max(ks)``.
+        ks: the ``k`` values to score (positive ints); default :data:`DEFAULT_KS` (1, 2, 4, ..., 64).
+        doc_id_metadata_key: metadata key holding the document id of a node without a SOURCE relationship;
+            ``None`` (default): the SOURCE relationship only.
+        workers: queries in flight at once in the async path (an int >= 1); default 4.
+
+    Raises:
+        ValueError: a pydantic ``ValidationError`` for a ``k`` below 1 or not an int, or ``workers < 1``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -227,8 +243,18 @@ class RetrievalQualityEvaluator(BaseModel):
     ) -> EvaluationResult:
         """Evaluate every query (``workers`` at a time) and aggregate; records keep the order of ``queries``.
 
-        ``query_embeddings`` maps ``query_id`` to a precomputed query embedding. Raises :class:`NodeLocationError`
-        when a retrieved node cannot be located.
+        Args:
+            queries: the queries with their gold spans (:class:`~llama_index_sac.BenchmarkQuery` or alike).
+            query_embeddings: ``query_id -> `` a precomputed query embedding, handed to the retriever in the
+                ``QueryBundle``; ``None``: the retriever embeds the query itself.
+            show_progress: show a progress bar over the queries.
+            desc: the progress bar's label.
+
+        Returns:
+            The per-query records (in the order of ``queries``) and their aggregates.
+
+        Raises:
+            NodeLocationError: a retrieved node has no document id or offsets.
         """
         semaphore = asyncio.Semaphore(self.workers)
         bar = tqdm(total=len(queries), desc=desc, disable=not show_progress, unit="query")
@@ -283,9 +309,9 @@ def parse_gold_span_id(value: str) -> LocatedSpan:
     """Inverse of :func:`gold_span_id`.
 
     Raises:
-        TypeError: ``value`` is not a string. ValueError: naming ``value`` when it is not of the form
-            ``"<doc_id>#<start>-<end>"`` with ``start <= end`` (a reversed span such as ``"d1#9-2"`` is refused, not
-            scored as an empty one).
+        TypeError: ``value`` is not a string.
+        ValueError: naming ``value`` when it is not of the form ``"<doc_id>#<start>-<end>"`` with
+            ``start <= end`` (a reversed span such as ``"d1#9-2"`` is refused, not scored as an empty one).
     """
     if not isinstance(value, str):
         raise TypeError(f"expected id {value!r} must be a string '<doc_id>#<start>-<end>', got {type(value).__name__}")

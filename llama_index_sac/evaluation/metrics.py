@@ -284,7 +284,8 @@ def mean_or_none(values: Iterable[float | None], what: str = "metric") -> float 
 
     Raises:
         TypeError: ``values`` is a string or not iterable, or holds something that is not a number or ``None``
-            (bools refused). ValueError: a NaN or infinite value (a mean over it would be NaN or infinite).
+            (bools refused).
+        ValueError: a NaN or infinite value (a mean over it would be NaN or infinite).
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(f"values for {what} must be an iterable of numbers or None, got {type(values).__name__}")
@@ -325,8 +326,9 @@ def aggregate(
 
     Raises:
         TypeError: ``records`` is not an iterable of mappings, ``ks`` not positive ints, ``metrics`` a string; a
-            metric value that is not a number or ``None``. ValueError: an unknown metric name, a record without
-            ``"dataset"``, a NaN value. KeyError: a record without scores for one of ``ks``.
+            metric value that is not a number or ``None``.
+        ValueError: an unknown metric name, a record without ``"dataset"``, a NaN value.
+        KeyError: a record without scores for one of ``ks``.
     """
     ks = check_ks(ks)
     if isinstance(metrics, (str, bytes)):

@@ -127,8 +127,7 @@ def merge_small(
     Rule: the smallest fragment (ties: the earlier one) that fits within ``limit`` together with a neighbour merges
     into the neighbour whose centroid is more similar (ties: the previous one); repeat until no fragment can merge.
     A fragment that fits with neither neighbour never can later (merges only make its neighbours longer), so a heap
-    of the fragments keyed by ``(length, position)`` makes the same merges in ``O(k log k)`` for ``k`` chunks
-    (re-sorting every chunk after each merge was quadratic on a document of many short fragments)."""
+    of the fragments keyed by ``(length, position)`` makes these merges in ``O(k log k)`` for ``k`` chunks."""
     if min_size <= 0 or len(chunks) < 2:
         return chunks
     n = len(chunks)

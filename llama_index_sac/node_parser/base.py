@@ -76,8 +76,8 @@ def _gc_paused() -> Iterator[None]:
 
     Building nodes allocates only objects that stay alive (the nodes, their dicts, lists and relationships) and no
     reference cycles, so a collection during it frees nothing; but as the heap grows, the collector's repeated full
-    passes over all those new objects cost more than building them (bench/bench_recursive.py: about half of
-    ``get_nodes_from_documents`` on LegalBench-RAG). A caller that disabled the collector keeps it disabled."""
+    passes over all those new objects can cost more than building them. A caller that disabled the collector keeps
+    it disabled."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -206,7 +206,7 @@ class SpanNodeParser(NodeParser):
             offset, source_info = 0, node.as_related_node_info()
         if not spans:
             return []
-        # Speed (bench/bench_recursive.py): pydantic validation of every TextNode dominated node building. One
+        # Speed: pydantic validation of every TextNode would dominate node building. One
         # prototype per document is validated with exactly the arguments each node would get; every node is then
         # a copy of it whose per-node fields are the values validation would give (fresh dict/list copies, the
         # same SOURCE info). The nodes are equal, field for field and in ``model_fields_set``, to validated ones.

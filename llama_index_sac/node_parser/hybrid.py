@@ -63,21 +63,28 @@ def _default_section_parser() -> SemanticNodeParser:
 class HybridNodeParser(SpanNodeParser):
     """Semantic sections, then recursive character splitting inside each, as a LlamaIndex node parser.
 
-    Args (pydantic fields):
-        section_parser: the :class:`SemanticNodeParser` that finds the sections (default: all-MiniLM-L6-v2,
-            percentile 95, sections of unlimited size; its settings are part of this parser's cache key).
-        chunk_size / chunk_overlap: the recursive stage's limits, in characters (the fields' defaults 500 / 0, the SAC
-            paper's setting).
-        separators / is_separator_regex: the recursive stage's separator hierarchy.
-
     Example::
 
         parser = HybridNodeParser.from_defaults(chunk_size=500)
         nodes = parser.get_nodes_from_documents(documents)
         nodes[3].metadata["section_id"], nodes[3].start_char_idx   # offsets into the original document
 
+    Args:
+        section_parser: the :class:`SemanticNodeParser` that finds the sections (default: all-MiniLM-L6-v2,
+            percentile 95, sections of unlimited size); its settings are part of this parser's cache key.
+        chunk_size: the recursive stage's maximum chunk length, in characters; default 500 (the SAC paper's setting).
+        chunk_overlap: the recursive stage's maximum overlap of consecutive chunks of one section, in characters,
+            below ``chunk_size``; default 0.
+        separators: the recursive stage's separator hierarchy, coarsest first.
+        is_separator_regex: treat ``separators`` as regular expressions.
+        on_embed_overflow: a node whose EMBED string is longer than the section parser's embedding model reads:
+            ``"warn"`` (one ``EmbedLimitWarning`` per parse, the default), ``"raise"`` (``ValueError``) or
+            ``"ignore"``.
+        count_metadata: reserve room for the rendered metadata inside ``chunk_size`` (see :class:`SpanNodeParser`).
+        id_func: node id function ``(i, document) -> str``; ``None`` gives deterministic ids.
+
     Raises:
-        ValueError (pydantic ``ValidationError``): ``chunk_size <= 0``, ``chunk_overlap`` outside
+        ValueError: a pydantic ``ValidationError`` for ``chunk_size <= 0``, ``chunk_overlap`` outside
             ``[0, chunk_size)``, an empty separator list.
     """
 

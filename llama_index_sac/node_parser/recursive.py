@@ -172,7 +172,7 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
     longer than ``chunk_size`` by ``length_function``; no empty or whitespace-only chunk; starts and ends strictly
     increase; a document that fits gives exactly one node; an empty or blank document gives none; consecutive
     chunks share at most ``chunk_overlap``. Time and memory are linear in the document, adversarial text included
-    (runs of blank lines, spaces or separators, one giant word; ``bench/bench_linear.py``).
+    (runs of blank lines, spaces or separators, one giant word).
 
     Example::
 
@@ -180,8 +180,19 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
         nodes = parser.get_nodes_from_documents([Document(text=contract_text)])
         spans = parser.chunk_indices(contract_text)   # [(0, 497), (497, 990), ...]
 
+    Args:
+        chunk_size: maximum chunk length, in characters (or in the unit of ``length_function``); default 500.
+        chunk_overlap: maximum length shared by consecutive chunks, same unit, below ``chunk_size``; default 0.
+        separators: the separator hierarchy, coarsest first; ``""`` cuts at character level (default
+            :data:`DEFAULT_SEPARATORS`; :meth:`legal` uses :data:`LEGAL_SEPARATORS`).
+        is_separator_regex: treat ``separators`` as regular expressions.
+        length_function: the length of a string in the unit of ``chunk_size`` (e.g. a tokenizer's token count);
+            ``None`` measures characters.
+        count_metadata: reserve room for the rendered metadata inside ``chunk_size`` (see :class:`SpanNodeParser`).
+        id_func: node id function ``(i, document) -> str``; ``None`` gives deterministic ids.
+
     Raises:
-        ValueError (pydantic ``ValidationError``): ``chunk_size <= 0``, ``chunk_overlap < 0`` or
+        ValueError: a pydantic ``ValidationError`` for ``chunk_size <= 0``, ``chunk_overlap < 0`` or
             ``>= chunk_size``, an empty separator list, an invalid separator regex.
     """
 

@@ -67,9 +67,8 @@ texts and settings give the same chunks. 0 sentences (``""``, blank) -> ``[]``; 
 
 Cost: linear in the text apart from the embedding calls (sentence splitting, see :mod:`llama_index_sac.sentences`;
 steps 3 to 6 are ``O(k log k)`` in the ``k`` units, ``llama_index_sac.node_parser._semantic_steps``), adversarial text
-included (``bench/bench_linear.py``). Memory is per unit: about six float64 vectors of the embedding dimension for
-each sentence of the document being parsed (with 384 dimensions, about 260 bytes per character of 72-character
-sentences), plus one vector per distinct sentence of the call.
+included. Memory is per unit: about six float64 vectors of the embedding dimension for each sentence of the document
+being parsed, plus one vector per distinct sentence of the call.
 """
 
 from __future__ import annotations
@@ -149,8 +148,26 @@ class SemanticNodeParser(SpanNodeParser):
     not carry the weights); a parser with another model round-trips with ``from_dict(data, embed_model=model)``
     and pickles with its model.
 
+    Args:
+        embed_model: any LlamaIndex ``BaseEmbedding``; default all-MiniLM-L6-v2 from :func:`default_embedding_model`.
+        sentence_backend: ``"nupunkt"`` (default, Punkt trained on legal text) or ``"nltk"``.
+        buffer_size: neighbouring units on each side averaged into a unit's window vector; default 1.
+        breakpoint_method: ``"percentile"`` (default), ``"standard_deviation"``, ``"interquartile"``,
+            ``"gradient"`` or ``"threshold"`` (module docstring, step 5).
+        breakpoint_threshold_amount: the method's parameter; ``None`` takes the method's default.
+        number_of_chunks: cut each document at its ``number_of_chunks - 1`` largest scores instead of a threshold;
+            ``None`` (default) lets the threshold decide. Not with ``"threshold"``.
+        min_chunk_size: chunks shorter than this many characters merge into a neighbour (0: off); default 100.
+        max_chunk_size: no chunk is longer than this many characters (``None``: no limit); default 1000.
+        embed_batch_size: texts per call to the embedding model; default 64.
+        on_embed_overflow: a node longer than the model reads: ``"warn"`` (default), ``"raise"`` or ``"ignore"``.
+        show_progress: show a progress bar over the embedding batches.
+        count_metadata: reserve room for the rendered metadata inside ``max_chunk_size`` (see
+            :class:`~llama_index_sac.node_parser.base.SpanNodeParser`).
+        id_func: node id function ``(i, document) -> str``; ``None`` gives deterministic ids.
+
     Raises:
-        ValueError (pydantic ``ValidationError``): ``buffer_size < 0``; sizes out of range or
+        ValueError: a pydantic ``ValidationError`` for ``buffer_size < 0``; sizes out of range or
             ``min_chunk_size > max_chunk_size``; a ``breakpoint_threshold_amount`` outside ``[0, 100]`` for
             ``percentile``/``gradient``, negative for ``standard_deviation``/``interquartile``, outside ``[-1, 1]``
             for ``threshold``; ``count_metadata=True`` without ``max_chunk_size``; ``number_of_chunks < 1`` or

@@ -1,8 +1,8 @@
 """``NumpyVectorStore``: an in-memory LlamaIndex vector store that keeps the embeddings in one numpy matrix.
 
 LlamaIndex's ``SimpleVectorStore`` rebuilds a Python list of all embeddings and converts it to an array on EVERY query,
-so a query costs ``O(N * d)`` Python work (``bench/`` has the timings). This store keeps a row-normalised ``float32``
-matrix, so a query is one matrix-vector product plus ``numpy.argpartition``.
+so a query costs ``O(N * d)`` Python work. This store keeps a row-normalised ``float32`` matrix, so a query is one
+matrix-vector product plus ``numpy.argpartition``.
 
 Two ways in: :meth:`NumpyVectorStore.add` (LlamaIndex's: each node carries ``node.embedding``, a list of floats) and
 :meth:`NumpyVectorStore.add_matrix` (nodes plus a precomputed ``(n, dim)`` matrix; the nodes need no ``embedding``, so

@@ -219,9 +219,8 @@ class EmbeddingCache:
 
         def compute_rows(keys: list[str]) -> int:
             """Compute, store and place the vectors of ``keys`` (in length order); their dimension."""
-            # Similar lengths side by side: a model pads each batch to its longest text, so length order wastes less
-            # (1.31x the throughput for MiniLM on LegalBench-RAG chunks, bench/README.md). The output keeps the
-            # input order.
+            # Similar lengths side by side: a model pads each batch to its longest text, so length order wastes
+            # less. The output keeps the input order.
             keys = sorted(keys, key=lambda k: len(texts[first[k]]))
             width = 0
             for i in range(0, len(keys), batch_size):

@@ -20,9 +20,9 @@ Memory (it streams, one configuration at a time): no node ever holds its vector 
 stays ``None``; about 12 KiB per 384-dimension node saved), the texts to embed are computed from the nodes on demand
 (no list of them), the store keeps the nodes themselves (no copy), and each configuration's nodes, matrix and index
 are dropped once its records (plain dicts) are computed, before the next configuration is parsed. A run thus holds
-one configuration's nodes and one ``n_chunks x dim`` float32 matrix at a time, besides the model and the corpus
-(peak memory: ``bench/bench_runner_memory.py``). The numbers are the list-based runner's, bit for bit (the same
-float32 vectors in the same rows, see ``tests/apps/benchmark/test_runner_memory.py``).
+one configuration's nodes and one ``n_chunks x dim`` float32 matrix at a time, besides the model and the corpus.
+The ranking and scores are those of a retriever over nodes that carry their vectors as lists, bit for bit (the
+same float32 vectors in the same rows).
 
 The parts are built by :mod:`llama_index_sac.apps.benchmark.factories`; :func:`run_evaluation` returns
 :class:`~llama_index_sac.apps.benchmark.results.RunResults`.

@@ -278,8 +278,7 @@ def synthetic_contracts(n_documents: int = 24, seed: int = 0) -> RetrievalBenchm
     """Generate the built-in benchmark: ``n_documents`` contracts (half NDAs, half services agreements).
 
     Args:
-        n_documents: number of contracts, 2 to 150 (default 24: about 95k characters, 110 queries, which the
-            default ``llama-sac eval`` embeds in well under a minute on a laptop CPU).
+        n_documents: number of contracts, 2 to 150 (default 24: about 95k characters, 110 queries).
         seed: the generator seed; the same ``(n_documents, seed)`` always gives the same benchmark.
 
     Returns:
