@@ -96,3 +96,24 @@ def test_notebook_runs_and_matches_its_stored_outputs(tmp_path: Path, monkeypatc
     assert len(pairs) == 4
     for old, new in pairs:
         assert _stdout(old) == _stdout(new), "stale stored output: re-run the notebook and save it (CONTRIBUTING.md)"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_missing), reason=f"notebook test needs the dev extra: missing {', '.join(_missing)}")
+def test_notebook_runs_outside_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of the notebook in a folder of its own, as a user who installed the package opens it: no published
+    runs around it and no ``SAC_RESULTS_DIR``, so it says so and runs the live part (``tests/test_release.py`` does
+    the same with the installed wheel)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv("SAC_RESULTS_DIR", raising=False)
+    monkeypatch.setenv("SAC_NOTEBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    work = tmp_path / "user"
+    work.mkdir()
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    outputs = "".join(_stdout(cell) for cell in _code_cells(json.loads(nbformat.writes(nb))))
+    assert "no published runs here" in outputs and "(overall) ==" not in outputs
+    assert "SAC lower: True" in outputs and "sac+document-aware" in outputs

@@ -88,9 +88,11 @@ def test_wheel_installs_clean_and_runs_the_quickstart(dist: Path, tmp_path: Path
 
 
 def test_wheel_runs_the_notebook_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
-    """The notebook copied next to a user's work, with the published runs pointed to by ``SAC_RESULTS_DIR``."""
+    """The notebook copied next to a user's work, with nothing of the checkout: it says the published runs are not
+    there and runs its live part with the installed package."""
     py, env = _fresh_venv(dist, tmp_path, "offline,cli", "nbclient", "nbformat", "ipykernel",
-                          SAC_RESULTS_DIR=str(REPO / "docs" / "results"), SAC_NOTEBOOK_CACHE=str(tmp_path / "cache"))
+                          SAC_NOTEBOOK_CACHE=str(tmp_path / "cache"))
+    env.pop("SAC_RESULTS_DIR", None)
     work = tmp_path / "user"
     work.mkdir()
     shutil.copy2(REPO / "notebooks" / "legalbench_rag_sac.ipynb", work / "notebook.ipynb")
@@ -98,4 +100,4 @@ def test_wheel_runs_the_notebook_outside_the_checkout(dist: Path, tmp_path: Path
             " NotebookClient(nb, timeout=900, kernel_name='python3', resources={'metadata': {'path': '.'}}).execute();"
             " print(''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.outputs))")
     out = _run([py, "-c", code], cwd=work, env=env)
-    assert "SAC lower: True" in out, out[-3000:]
+    assert "no published runs here" in out and "SAC lower: True" in out, out[-3000:]
