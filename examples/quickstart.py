@@ -1,4 +1,4 @@
-"""The README's usage example, offline: the same question against a flat index (baseline) and a SAC index.
+"""The README's usage example on built-in contracts, offline: one question against a flat index and a SAC index.
 
     python examples/quickstart.py        # about 20 s on a laptop CPU (all-MiniLM-L6-v2 + extractive summaries)
 
