@@ -245,7 +245,7 @@ class RetrievalQualityEvaluator(BaseModel):
 
         Args:
             queries: the queries with their gold spans (:class:`~llama_index_sac.BenchmarkQuery` or alike).
-            query_embeddings: ``query_id -> `` a precomputed query embedding, handed to the retriever in the
+            query_embeddings: maps ``query_id`` to a precomputed query embedding, handed to the retriever in the
                 ``QueryBundle``; ``None``: the retriever embeds the query itself.
             show_progress: show a progress bar over the queries.
             desc: the progress bar's label.
