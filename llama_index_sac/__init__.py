@@ -63,8 +63,8 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers
 
 __version__ = "0.2.0"
 
-#: Names served lazily (PEP 562): the benchmark datasets belong to the harness, so ``import llama_index_sac`` does
-#: not import them; ``from llama_index_sac import synthetic_contracts`` still works.
+#: Names served lazily (PEP 562): the benchmark datasets belong to the benchmark application, so
+#: ``import llama_index_sac`` does not import them; ``from llama_index_sac import synthetic_contracts`` still works.
 _LAZY = {
     "load_legalbenchrag": "llama_index_sac.apps.benchmark.datasets",
     "synthetic_contracts": "llama_index_sac.apps.benchmark.datasets",

@@ -410,7 +410,7 @@ def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | N
     return benchmark_texts(results, folder)
 
 
-# `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in harness/ingest*.py)
+# `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in apps/ingest/)
 from llama_index_sac.apps.ingest.commands import (  # noqa: E402
     ingest_command,
     ls_command,

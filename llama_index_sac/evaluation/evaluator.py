@@ -55,7 +55,7 @@ from llama_index_sac.evaluation.metrics import (
 
 class EvaluationQuery(Protocol):
     """What the evaluator reads of a query: :class:`~llama_index_sac.BenchmarkQuery` or any object with
-    these attributes (a protocol, so the library layer does not import the datasets of the harness)."""
+    these attributes (a protocol, so the library layer does not import the benchmark's datasets)."""
 
     @property
     def query_id(self) -> str: ...
