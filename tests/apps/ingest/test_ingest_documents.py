@@ -101,9 +101,9 @@ def pdf_with(pages: int, text_page: bool = True) -> bytes:
     return out.getvalue()
 
 
-def encrypted(pdf: bytes, user_password: str, owner_password: str = "owner") -> bytes:
+def encrypted(pdf: bytes, user_password: str, owner_password: str = "owner", algorithm: str = "AES-128") -> bytes:
     writer = pypdf.PdfWriter(clone_from=io.BytesIO(pdf))
-    writer.encrypt(user_password=user_password, owner_password=owner_password, algorithm="AES-128")
+    writer.encrypt(user_password=user_password, owner_password=owner_password, algorithm=algorithm)
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
@@ -308,6 +308,22 @@ def alarm() -> Iterator[None]:
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
+
+
+def test_permission_only_aes256_pdf_is_read(contract_pdf: bytes, tmp_path: Path) -> None:
+    """A signed contract's usual protection: AES-256 with an empty user password (only an owner password, which
+    restricts printing or editing). pypdf needs ``cryptography`` for AES, which the ``documents`` extra brings
+    (``pypdf[crypto]``): without it this raises pypdf's ``DependencyError``."""
+    (tmp_path / "plain.pdf").write_bytes(contract_pdf)
+    locked = encrypted(contract_pdf, "", owner_password="owner-only", algorithm="AES-256")
+    assert pypdf.PdfReader(io.BytesIO(locked)).is_encrypted
+    (tmp_path / "signed.pdf").write_bytes(locked)
+    document = read_file(tmp_path / "signed.pdf")
+    plain = read_file(tmp_path / "plain.pdf")
+    assert document.text == plain.text and "Gamma clause" in document.text
+    assert document.metadata[PAGE_TABLE_KEY] == plain.metadata[PAGE_TABLE_KEY]
+    (tmp_path / "signed.pdf").write_bytes(encrypted(contract_pdf, "secret", algorithm="AES-256"))
+    assert unreadable(tmp_path / "signed.pdf") == "an encrypted PDF that needs a password (decrypt it first)"
 
 
 def test_fifo_devices_sizes_names_and_suffixes(tmp_path: Path, alarm: None) -> None:
