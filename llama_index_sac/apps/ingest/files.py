@@ -37,7 +37,8 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac.apps.ingest.pages import paged_document
-from llama_index_sac.apps.ingest.readers import Unreadable, docx_text, join_pages, pdf_pages, read_limited, shown
+from llama_index_sac.apps.ingest.pdf_text import pdf_text
+from llama_index_sac.apps.ingest.readers import Unreadable, docx_text, pdf_pages, read_limited, shown
 
 __all__ = ["COLLECTION_PATTERN", "MAX_FILE_BYTES", "MAX_PAGES", "PLAIN_SUFFIXES", "RECORD_DIR", "SUFFIXES",
            "IngestError", "IngestRecord", "StoreSpec", "Unreadable", "check_collection", "default_state_dir",
@@ -420,7 +421,7 @@ def read_file(path: Path, max_file_bytes: int = MAX_FILE_BYTES, max_pages: int =
             raise Unreadable(f"not UTF-8 text ({exc})") from None
     try:
         if suffix == ".pdf":
-            text, starts = join_pages(pdf_pages(data, max_pages))
+            text, starts = pdf_text(pdf_pages(data, max_pages))
             return paged_document(doc_id, text, starts, meta)
         text, maybe = docx_text(data, max_file_bytes, max_pages)
         return paged_document(doc_id, text, maybe, meta)

@@ -114,11 +114,11 @@ def pdf_pages(data: bytes, max_pages: int) -> list[str]:
     """The text of each page of the PDF ``data`` (``pypdf``'s ``extract_text``), first page first.
 
     Raises:
-        Unreadable: not a readable PDF, encrypted with a password, more than ``max_pages`` pages, or no text on any
-            page (a scanned document without a text layer).
+        Unreadable: not a readable PDF, encrypted with a password, AES-encrypted while ``cryptography`` is missing,
+            more than ``max_pages`` pages, or no text on any page (a scanned document without a text layer).
     """
     from pypdf import PdfReader
-    from pypdf.errors import FileNotDecryptedError, PdfReadError
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
     try:
         with _quiet("pypdf"):
@@ -127,6 +127,9 @@ def pdf_pages(data: bytes, max_pages: int) -> list[str]:
         raise
     except FileNotDecryptedError:
         raise Unreadable("an encrypted PDF that needs a password (decrypt it first)") from None
+    except DependencyError as exc:  # AES without the cryptography package
+        raise Unreadable(f"an encrypted PDF that needs the cryptography package to be read ({exc}; pip install "
+                         "'llama-index-sac[documents]' brings it)") from None
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, struct.error,
             RecursionError, NotImplementedError, OSError) as exc:  # what pypdf raises on damaged files
         raise Unreadable(f"not a readable PDF ({type(exc).__name__}: {exc})") from None

@@ -167,13 +167,14 @@ def test_chromium_pdf_pages_and_exact_offsets(contract_pdf: bytes, tmp_path: Pat
     document = read_file(path)
     texts = [page.extract_text() for page in pypdf.PdfReader(path).pages]
     assert [" ".join(text.split()) for text in texts] == PAGES  # each page holds its text (lines wrapped)
-    assert document.text == "\n\n".join(texts)  # the extracted text is the document's text
-    starts = [0, len(texts[0]) + 2, len(texts[0]) + len(texts[1]) + 4]
+    assert all("\n" in text for text in texts)  # wrapped by Chromium: lines joined again in the document's text
+    assert document.text == "\n\n".join(PAGES)  # each page one paragraph (each ends a sentence: a blank line)
+    starts = [0, len(PAGES[0]) + 2, len(PAGES[0]) + len(PAGES[1]) + 4]
     assert document.metadata[PAGE_TABLE_KEY] == starts
     assert PAGE_TABLE_KEY not in document.get_metadata_str(MetadataMode.EMBED)
     assert document.metadata["file_type"] == "application/pdf" and document.metadata["file_size"] == len(contract_pdf)
     nodes = chunks(document, 450)  # pages 1 and 2 fit in one chunk
-    extents = [(s, s + len(text)) for s, text in zip(starts, texts, strict=True)]  # each page's own characters
+    extents = [(s, s + len(text)) for s, text in zip(starts, PAGES, strict=True)]  # each page's own characters
     crossing = 0
     for node in nodes:
         start, end = node.start_char_idx, node.end_char_idx
@@ -310,7 +311,8 @@ def alarm() -> Iterator[None]:
     signal.signal(signal.SIGALRM, previous)
 
 
-def test_permission_only_aes256_pdf_is_read(contract_pdf: bytes, tmp_path: Path) -> None:
+def test_permission_only_aes256_pdf_is_read(contract_pdf: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
     """A signed contract's usual protection: AES-256 with an empty user password (only an owner password, which
     restricts printing or editing). pypdf needs ``cryptography`` for AES, which the ``documents`` extra brings
     (``pypdf[crypto]``): without it this raises pypdf's ``DependencyError``."""
@@ -324,6 +326,14 @@ def test_permission_only_aes256_pdf_is_read(contract_pdf: bytes, tmp_path: Path)
     assert document.metadata[PAGE_TABLE_KEY] == plain.metadata[PAGE_TABLE_KEY]
     (tmp_path / "signed.pdf").write_bytes(encrypted(contract_pdf, "secret", algorithm="AES-256"))
     assert unreadable(tmp_path / "signed.pdf") == "an encrypted PDF that needs a password (decrypt it first)"
+    from pypdf import _encryption
+    from pypdf._crypt_providers import _fallback
+
+    monkeypatch.setattr(_encryption, "aes_cbc_decrypt", _fallback.aes_cbc_decrypt)  # as without cryptography
+    (tmp_path / "signed.pdf").write_bytes(locked)
+    assert unreadable(tmp_path / "signed.pdf") == (
+        "an encrypted PDF that needs the cryptography package to be read (cryptography>=3.1 is required for AES "
+        "algorithm; pip install 'llama-index-sac[documents]' brings it)")
 
 
 def test_fifo_devices_sizes_names_and_suffixes(tmp_path: Path, alarm: None) -> None:
