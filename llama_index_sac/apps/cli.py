@@ -100,6 +100,14 @@ def _click_message(exc: ClickException) -> str:
     return text
 
 
+def _plain_help() -> bool:
+    """Help as plain text: standard output is not a terminal (rich would lay it out in 80 boxed columns)."""
+    try:
+        return not sys.stdout.isatty()
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return True
+
+
 class _OneLineErrorGroup(ClosedStdoutEndsQuietly, TyperGroup):
     """The command group: click/typer usage errors (bad option values, unknown options) become one ``error:`` line
     and exit status 2 instead of typer's boxed format; a closed standard output ends it quietly (module docstring)."""
@@ -132,7 +140,15 @@ class _OneLineErrorGroup(ClosedStdoutEndsQuietly, TyperGroup):
 
 class _Command(TyperCommand):
     """A command whose help shows no type after a flag (``--json``, not ``--json <bool>``) and its arguments as
-    ``PATHS...`` / ``[QUESTION]`` in the usage line (typer would write ``{paths}...``)."""
+    ``PATHS...`` / ``[QUESTION]`` in the usage line (typer would write ``{paths}...``); off a terminal (a pipe, a
+    file), its help is plain text in two columns (click's layout) instead of typer's boxes, whose description column
+    shrinks to a few characters at 80 columns."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if _plain_help():
+            super(TyperCommand, self).format_help(ctx, formatter)  # click's own layout, skipping typer's rich one
+            return
+        super().format_help(ctx, formatter)
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)

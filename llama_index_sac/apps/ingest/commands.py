@@ -28,7 +28,14 @@ from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.ingest.files import StoreSpec
 from llama_index_sac.apps.ingest.manage import list_documents, remove
 from llama_index_sac.apps.ingest.pages import page_label
-from llama_index_sac.apps.ingest.query import DEFAULT_DOCUMENT_AWARE, MAX_K, QueryHit, Searcher, check_question
+from llama_index_sac.apps.ingest.query import (
+    DEFAULT_DOCUMENT_AWARE,
+    MAX_K,
+    QueryHit,
+    Searcher,
+    check_question,
+    matched_passage,
+)
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
 from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.embeddings.default import EmbeddingBackendOptions
@@ -38,7 +45,6 @@ from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSetti
 __all__ = ["ingest_command", "ls_command", "query_command", "read_questions", "rm_command", "serve_command"]
 
 _BACKEND = EmbeddingBackendOptions.model_fields
-_TEXT_CHARS = 300  # characters of a chunk shown by `query`
 ParserChoice = Literal["recursive", "semantic", "hybrid"]
 SummarizerChoice = Literal["extractive", "llm"]
 _COLLECTION: str = field_default(IngestSettings, "collection")
@@ -170,13 +176,13 @@ def read_questions(source: str) -> list[str]:
     return questions
 
 
-def _print_hits(hits: list[QueryHit]) -> None:
+def _print_hits(hits: list[QueryHit], question: str, max_chars: int | None) -> None:
     for rank, hit in enumerate(hits, 1):
         score = "?" if hit.score is None else f"{hit.score:.4f}"
         pages = "" if hit.pages is None else f", {page_label(*hit.pages)}"
         typer.echo(f"{rank}. score {score}  {printable(hit.doc_id)}{pages}  characters {hit.start}-{hit.end}")
         typer.echo(f"   summary: {printable(hit.summary) if hit.summary is not None else '(none)'}")
-        typer.echo(f"   text: {printable(_shorten(hit.text, _TEXT_CHARS))}")
+        typer.echo(f"   text: {printable(matched_passage(hit.text, question, max_chars))}")
 
 
 def query_command(
@@ -200,12 +206,16 @@ def query_command(
     document_aware: Annotated[bool, typer.Option(
         "--document-aware/--plain", help="Rank with DocumentAwareRetriever (the default: the documents' summaries "
         "and names weigh in), or plain dense retrieval.")] = DEFAULT_DOCUMENT_AWARE,
+    max_chars: Annotated[int | None, typer.Option(
+        "--max-chars", min=1, help="Show at most this many characters of each chunk: the passage that matched (the "
+        "whole sentences around the one that shares the most words with the question, [...] where text is left "
+        "out). Default: the whole chunk. --json always gives the whole chunk.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per question and line: the question and "
                                           "its hits (document, pages, start, end, score, summary, text).")] = False,
     progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
 ) -> None:
     """Print the top-k chunks of questions: document, pages, character offsets, score, document summary, chunk
-    text."""
+    text (whole, or the passage that matched with --max-chars)."""
     logging.basicConfig(level=logging.WARNING)
     try:
         options = None
@@ -233,7 +243,7 @@ def query_command(
                     typer.echo(f"{'' if number == 1 else chr(10)}Q{number}: {printable(text)}")
                 if not hits and not searcher.ingest_in_progress:
                     typer.echo("no chunks in the collection")
-                _print_hits(hits)
+                _print_hits(hits, text, max_chars)
     except ValidationError as exc:
         raise _fail(_settings_error(exc, prefix="embed_")) from None
     except _EXPECTED as exc:

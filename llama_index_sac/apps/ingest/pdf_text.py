@@ -13,8 +13,9 @@ word processor would have had:
   as above).
 * **End-of-line hyphenation is repaired** where the word is known: ``"cop-"`` + ``"ies"`` becomes ``"copies"`` when
   ``"copies"`` occurs elsewhere in the document (as a word, any case); otherwise the hyphen is kept and the halves
-  joined without a space (``"state-"`` + ``"owned"``: ``"state-owned"``). Only a hyphen after a letter, followed by
-  a line that starts with a lower-case letter, counts.
+  joined without a space (``"state-"`` + ``"owned"``: ``"state-owned"``; ``"Attorney-"`` + ``"Client"``). Only a
+  hyphen after a letter, followed by a line that starts with a lower-case letter, can go. A line that ends with a
+  dash (hyphen, en or em dash) right after a character (``"license—"``) is joined to the next without a space.
 * **Ligatures are normalised** (``"ﬁ"`` to ``"fi"``, the Unicode ligatures U+FB00 to U+FB06), so ``"ﬁle"`` is the
   word ``"file"`` for the embedder, BM25 and the summaries.
 * Spaces at the ends of lines are dropped; nothing else is changed or left out.
@@ -37,6 +38,8 @@ _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\uf
                             "\ufb05": "st", "\ufb06": "st"})
 _WORD = re.compile(r"[^\W\d_]+")
 _SENTENCE_END = (".", ":", ";", "!", "?")
+_HYPHENS = "-\u2010"  # hyphen-minus, hyphen
+_DASHES = _HYPHENS + "\u2011\u2012\u2013\u2014"  # and non-breaking hyphen, figure, en and em dashes
 
 
 def _full_width(lengths: list[int]) -> int:
@@ -50,13 +53,14 @@ def _full_width(lengths: list[int]) -> int:
 def _joiner(line: str, following: str, width: int, vocabulary: set[str], page_break: bool) -> tuple[str, str]:
     """How ``line`` continues into ``following`` (both stripped, non-empty): the (possibly shortened) line and the
     text between them."""
-    if line.endswith("-") and len(line) > 1 and line[-2].isalpha() and following[0].islower():
-        begin = len(line) - 2  # the word before the hyphen, scanned back (no regex: linear on any line)
-        while begin > 0 and line[begin - 1].isalpha():
-            begin -= 1
-        head = _WORD.match(following)
-        if head is not None and (line[begin:-1] + head.group(0)).lower() in vocabulary:
-            return line[:-1], ""
+    if line[-1] in _DASHES and len(line) > 1 and not line[-2].isspace():  # a word broken at its dash
+        if line[-1] in _HYPHENS and line[-2].isalpha() and following[0].islower():
+            begin = len(line) - 2  # the word before the hyphen, scanned back (no regex: linear on any line)
+            while begin > 0 and line[begin - 1].isalpha():
+                begin -= 1
+            head = _WORD.match(following)
+            if head is not None and (line[begin:-1] + head.group(0)).lower() in vocabulary:
+                return line[:-1], ""
         return line, ""
     first_word = following.split(None, 1)[0]
     if len(line) + 1 + len(first_word) > WRAP_FRACTION * width:

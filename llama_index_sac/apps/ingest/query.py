@@ -12,6 +12,7 @@ the embedding model's loading bars (``transformers`` and ``huggingface_hub``) of
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -29,10 +30,11 @@ from llama_index_sac.embeddings.default import EMBED_PRECISIONS, EmbeddingBacken
 from llama_index_sac.embeddings.model import DEFAULT_EMBED_MODEL_NAME
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
 from llama_index_sac.retrievers.document_index import DocumentIndex
+from llama_index_sac.sentences import sentence_spans
 from llama_index_sac.settings import model_space, recorded_space
 
 __all__ = ["DEFAULT_DOCUMENT_AWARE", "MAX_K", "QueryHit", "Searcher", "check_k", "check_question", "load_model",
-           "model_loading_progress", "query"]
+           "matched_passage", "model_loading_progress", "query"]
 
 #: Questions are ranked by :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults unless told otherwise
 #: (``document_aware=False``, ``--plain``): the best setup measured (``docs/results.md`` section 6).
@@ -40,6 +42,72 @@ DEFAULT_DOCUMENT_AWARE = True
 #: The largest ``k`` a query may ask for (the stores' clients overflow on huge values).
 MAX_K = 10_000
 _DEFAULT_NAMES = {None, DEFAULT_EMBED_MODEL_NAME, DEFAULT_EMBED_MODEL_NAME.rsplit("/", 1)[-1]}
+_WORDS = re.compile(r"\w{3,}")
+_LEFT_OUT, _LEFT_OUT_AFTER = "[...] ", " [...]"
+_COMMON = frozenset("the and for are any but not all can has have had its was were will with from that this these "
+                    "those what which who whom whose when where why how does did may shall must should would could "
+                    "there their they them than then into under upon".split())
+
+
+def _keys(text: str) -> set[str]:
+    """The words of ``text`` as compared with the question's: lower case, a plural ``s`` dropped, the first five
+    letters (``governs``/``governed``, ``law``/``laws`` match); common function words left out."""
+    keys = set()
+    for word in _WORDS.findall(text.lower()):
+        if word not in _COMMON:
+            keys.add((word[:-1] if len(word) > 3 and word.endswith("s") else word)[:5])
+    return keys
+
+
+def matched_passage(text: str, question: str, max_chars: int | None) -> str:
+    """At most ``max_chars`` characters of the chunk ``text``: the passage that matched ``question``.
+
+    The passage is made of whole sentences (:func:`~llama_index_sac.sentences.sentence_spans`): the sentence that
+    shares the most distinct words with the question (words of three or more letters but common function words, the
+    first five letters, a plural ``s`` dropped; the first sentence on a tie), then the sentences after it and before
+    it, alternately, while they fit. ``"[...]"`` marks text left out at either end and counts in ``max_chars``; a
+    sentence longer than the room is cut at a space (or at the limit). Whitespace runs are shown as one space. Linear
+    in the text.
+
+    Args:
+        text: the chunk.
+        question: the question asked.
+        max_chars: the most characters shown (at least 1); ``None``: the whole chunk.
+
+    Returns:
+        The whole chunk (whitespace runs as one space) when it fits, else the passage.
+
+    Raises:
+        ValueError: ``max_chars`` below 1.
+    """
+    if max_chars is not None and max_chars < 1:
+        raise ValueError(f"max_chars must be at least 1, got {max_chars}")
+    flat = " ".join(text.split())
+    if max_chars is None or len(flat) <= max_chars:
+        return flat
+    room = max_chars - len(_LEFT_OUT) - len(_LEFT_OUT_AFTER)
+    if room < 1:
+        return flat[:max_chars]
+    spans = sentence_spans(flat)  # they tile the text; each ends with its following space, if any
+    asked = _keys(question)
+    scores = [len(asked & _keys(flat[s:e])) for s, e in spans]
+    first = last = scores.index(max(scores))
+
+    def width(a: int, b: int) -> int:  # the characters of sentences a..b, without the last one's space
+        return spans[b][1] - spans[a][0] - (flat[spans[b][1] - 1] == " ")
+
+    grew = True
+    while grew:
+        grew = False
+        if last + 1 < len(spans) and width(first, last + 1) <= room:
+            last, grew = last + 1, True
+        if first > 0 and width(first - 1, last) <= room:
+            first, grew = first - 1, True
+    begin, end = spans[first][0], spans[first][0] + width(first, last)
+    if end - begin > room:  # one sentence longer than the room: its start, cut at a space
+        cut = flat.rfind(" ", begin, begin + room + 1)
+        end = cut if cut > begin else begin + room
+    return (_LEFT_OUT if begin > 0 else "") + flat[begin:end] + (_LEFT_OUT_AFTER if end < len(flat) else "")
 
 
 @contextmanager

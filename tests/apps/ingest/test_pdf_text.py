@@ -47,6 +47,14 @@ def test_a_short_line_continued_in_lower_case_is_joined_but_not_after_a_sentence
     assert text == "The Receiving Party shall keep the information secret and safe.\nthen it may use"
 
 
+def test_dashes_at_a_line_end_join_without_a_space() -> None:
+    # Chromium breaks after a hyphen or a dash: the halves join as they were; a dash after a space is a wrap.
+    text, _ = pdf_text(["protected by the Attorney-\nClient Privilege. No license\u2014\nexpress or implied -\nis "
+                        "given for 2019-\n2020."])
+    assert text == ("protected by the Attorney-Client Privilege. No license\u2014express or implied - is given for "
+                    "2019-2020.")
+
+
 def _without_some_hyphens(source: str, result: str) -> bool:
     """``result`` is ``source`` with some ``-`` left out (and nothing else)."""
     at = 0
