@@ -345,11 +345,12 @@ def report_command(
     ] = None,
     compare: Annotated[
         str | None, typer.Option(help="HTML drill-down: the two configurations side by side, A,B (default: the "
-                                 "run's first two).")
+                                 "run's first configuration and default, when the run has it; else its first two).")
     ] = None,
     data_dir: Annotated[
-        Path | None, typer.Option(help="HTML drill-down of a LegalBench-RAG run: its data folder, for the chunk "
-                                  f"texts (default {_DEFAULT_LBR} when present).")
+        Path | None, typer.Option(help="HTML drill-down: the data folder of a LegalBench-RAG run, or the folder of an "
+                                  "eval --folder run, for the chunk texts (default: the folder the run recorded; "
+                                  f"LegalBench-RAG: else {_DEFAULT_LBR} when present).")
     ] = None,
 ) -> None:
     """Print the tables of a finished run again, from its results.json (nothing is recomputed); --html writes the
@@ -416,6 +417,14 @@ def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | N
     if source == "synthetic":
         return benchmark_texts(results)
     recorded = results.benchmark.data_dir
+    if source == "folder":  # eval --folder: the documents read again from the folder, as the run read them
+        folder = data_dir if data_dir is not None else Path(recorded) if recorded is not None else None
+        if folder is None or not folder.is_dir():
+            typer.echo(f"note: the folder of the run ({folder}) was not found: the drill-down shows offsets only "
+                       "(--data-dir names the folder)", err=True)
+            return None
+        typer.echo(f"reading the documents from {folder}", err=True)
+        return benchmark_texts(results, folder)
     found = [Path(d) for d in (recorded, _DEFAULT_LBR) if d is not None and Path(d).is_dir()]
     folder = data_dir if data_dir is not None else found[0] if found else None
     if source != "legalbenchrag" or folder is None:

@@ -2,7 +2,8 @@
 
 The page holds the metric tables (per metric, rows = dataset x configuration, columns = k), the plots (PNG made with
 matplotlib's Agg backend, embedded as ``data:`` URIs), the most-confused document pairs, and a per-query drill-down
-of two configurations side by side: the query, the gold span(s) and, per configuration, the top-``k`` chunks with
+of two configurations side by side (by default the run's first configuration against ``default``, the best setup
+measured, when the run has it): the query, the gold span(s) and, per configuration, the top-``k`` chunks with
 document id, character offsets, the document's summary and a mark (:func:`chunk_mark`). Nothing is fetched from the
 network (inline CSS, a few lines of inline JS for filtering; the page is complete without JS) and every string taken
 from the results or the documents is escaped with :func:`html.escape` (document text is untrusted).
@@ -202,9 +203,16 @@ def _check_texts(texts: Any, pair: list[ConfigResult], k: int) -> None:
                                      f"{doc_id!r} ({len(texts[doc_id])} characters): texts of another corpus?")
 
 
+#: The configuration the drill-down compares with by default (the best setup measured, ``-c default``).
+DEFAULT_CONFIG = "default"
+
+
 def _pair(run: RunResults, compare: Any) -> list[ConfigResult]:
     names = [c.name for c in run.configs]
-    if compare is None:
+    if compare is None:  # the run's first configuration against default, when the run has it
+        if DEFAULT_CONFIG in names and len(names) > 1:
+            other = next(c for c in run.configs if c.name != DEFAULT_CONFIG)
+            return [other, run.config(DEFAULT_CONFIG)]
         return run.configs[:2]
     if isinstance(compare, str) or not isinstance(compare, Sequence) or len(compare) != 2 or not all(
             isinstance(n, str) for n in compare):
@@ -229,7 +237,8 @@ def write_html_report(results: RunResults | Mapping[str, Any], out_path: str | P
             never left half-written.
         texts: document id -> text, for the chunk and gold text of the drill-down (offsets in characters index
             it); ``None``: offsets only, said on the page.
-        compare: the two configuration names shown side by side (default: the run's first two).
+        compare: the two configuration names shown side by side (default: the run's first configuration and
+            ``default`` when the run has it, else its first two).
         k: chunks shown per query, one of the run's k values (default: the confusion k, or the largest k below it).
 
     Returns:

@@ -8,6 +8,7 @@ any schema version is accepted and parsed), so a report can be rebuilt from a sa
 from __future__ import annotations
 
 import csv
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -232,7 +233,9 @@ def write_plots(results: ResultsLike, out_dir: str | Path) -> list[Path]:
             ax.grid(True, alpha=0.3)
         axes[0][0].set_ylabel(metric)
         axes[0][0].legend(fontsize="small")
-        fig.suptitle(METRIC_LABELS[metric], fontsize="medium")
+        # wrapped to the figure's width (about 11 characters an inch at this size): a long title is never clipped
+        fig.suptitle(textwrap.fill(METRIC_LABELS[metric], width=max(24, int(4.2 * len(scopes) * 11))),
+                     fontsize="medium")
         fig.tight_layout()
         path = out_dir / f"{metric}_at_k.png"
         fig.savefig(path, dpi=110)

@@ -171,12 +171,15 @@ class BenchmarkInfo(_Model):
 
     name: str
     description: str = ""
-    source: Literal["synthetic", "legalbenchrag", "custom"] = "custom"
+    source: Literal["synthetic", "legalbenchrag", "folder", "custom"] = "custom"
     n_documents: int = Field(ge=0)
     n_characters: int = Field(ge=0)
     n_queries: int = Field(ge=0)
     datasets: dict[str, int] = Field(min_length=1)
-    data_dir: str | None = Field(default=None, description="LegalBench-RAG data folder, as given to the run.")
+    data_dir: str | None = Field(default=None, description="LegalBench-RAG data folder, or the folder of your own "
+                                 "contracts (source='folder'), as given to the run.")
+    questions: str | None = Field(default=None, description="source='folder': the questions file, as given to the "
+                                  "run.")
     benchmarks_dir: str | None = Field(default=None, description="LegalBench-RAG benchmark folder (relative to "
                                        "data_dir when inside it, e.g. benchmarks_mini).")
     sampling: Sampling | None = None
@@ -185,10 +188,12 @@ class BenchmarkInfo(_Model):
     scope: Scope | None = None
 
     def loader_options(self, data_dir: str | Path | None = None) -> LoaderOptions:
-        """The options that load this benchmark again (LegalBench-RAG: from ``data_dir``, default the recorded one).
+        """The options that load this benchmark again (LegalBench-RAG, or a folder of your own contracts: from
+        ``data_dir``, default the recorded one).
 
         Raises:
-            ValueError: a custom benchmark (no loader), or LegalBench-RAG without a data folder.
+            ValueError: a custom benchmark (no loader), LegalBench-RAG without a data folder, or a folder run without
+                its recorded folder and questions file.
         """
         try:
             return self._loader_options(data_dir)
@@ -199,6 +204,12 @@ class BenchmarkInfo(_Model):
     def _loader_options(self, data_dir: str | Path | None) -> LoaderOptions:
         if self.source == "synthetic":
             return LoaderOptions(source="synthetic", n_documents=self.n_documents, seed=self.seed or 0)
+        if self.source == "folder":
+            folder = data_dir if data_dir is not None else self.data_dir
+            if folder is None or self.questions is None:
+                raise ValueError(f"benchmark {self.name!r}: the folder or the questions file of the run is not "
+                                 "recorded")
+            return LoaderOptions(source="folder", data_dir=str(folder), questions=self.questions)
         if self.source == "legalbenchrag":
             folder = data_dir if data_dir is not None else self.data_dir
             return LoaderOptions(source="legalbenchrag", data_dir=None if folder is None else str(folder),

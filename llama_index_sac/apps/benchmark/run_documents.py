@@ -1,5 +1,6 @@
 """The documents of a finished run, found again from its results: the built-in synthetic contracts are regenerated,
-LegalBench-RAG is read from its data folder; either way they are checked against the run's per-query records.
+LegalBench-RAG is read from its data folder, a folder of your own contracts (``eval --folder``) from that folder with
+its questions file; either way they are checked against the run's per-query records.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ __all__ = ["benchmark_texts"]
 def benchmark_texts(results: RunResults | Mapping[str, Any], data_dir: str | Path | None = None) -> dict[str, str]:
     """The documents of the run's benchmark (doc id -> text), checked against the run's queries.
 
-    The built-in synthetic contracts are regenerated (same ``n_documents`` and ``seed``); LegalBench-RAG is read
+    The built-in synthetic contracts are regenerated (same ``n_documents`` and ``seed``); a folder run's documents are
+    read again from ``data_dir`` (default: the folder the run recorded) as the run read them; LegalBench-RAG is read
     from ``data_dir`` (default: the folder the run recorded) with the run's datasets, benchmark folder and scope,
     taking every test of those datasets, so that any sample of them is covered.
 
     Args:
         results: what ``run_evaluation`` returns, or a results dictionary (a loaded ``results.json``).
-        data_dir: the LegalBench-RAG data folder (ignored for the synthetic contracts).
+        data_dir: the LegalBench-RAG data folder, or the folder of a folder run (ignored for the synthetic contracts).
 
     Returns:
         Document id -> text; a superset of the documents the run's records refer to.

@@ -217,6 +217,8 @@ def benchmark_info(benchmark: RetrievalBenchmark, loader: LoaderOptions | None =
     info: dict[str, Any] = {"source": "custom"}
     if loader is not None and loader.source == "synthetic":
         info = {"source": "synthetic", "seed": loader.seed}
+    elif loader is not None and loader.source == "folder":
+        info = loader.model_dump(include={"source", "data_dir", "questions"})
     elif loader is not None and loader.source == "legalbenchrag":
         info = loader.model_dump(include={"source", "data_dir", "benchmarks_dir", "sampling", "sample", "seed",
                                           "scope"})

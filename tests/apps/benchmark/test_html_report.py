@@ -392,3 +392,38 @@ def test_report_html_of_results_claiming_a_billion_documents_is_one_line(run, tm
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert "cannot be loaded again: its recorded loader options are invalid (n_documents: " in line
     assert not (tmp_path / "o.html").exists()
+
+
+def test_report_html_of_an_eval_folder_run_shows_chunk_text_and_compares_default(tmp_path, monkeypatch):
+    """``eval --folder`` records its folder and questions file: ``report --html`` reads the documents again for the
+    chunk text; without ``--compare`` the drill-down shows the run's first configuration against ``default``."""
+    from llama_index_sac.apps.benchmark import factories
+    from llama_index_sac.apps.benchmark.results import load_results
+    from tests.apps.benchmark.test_folder_default import ACME, ZETA
+
+    monkeypatch.setattr(factories, "load_embedding_model", lambda *args, **kwargs: FakeEmbedding())
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "acme.txt").write_text(ACME, encoding="utf-8")
+    (folder / "zeta.txt").write_text(ZETA, encoding="utf-8")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "Which law governs the Acme NDA?", "file": "acme.txt",
+                                     "quote": "the laws of Delaware"}) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["eval", "--folder", str(folder), "--questions", str(questions), "-c", "baseline",
+                                 "-c", "sac", "-c", "default", "--k", "1,2", "-o", str(tmp_path / "run"),
+                                 "--no-progress", "-q"])
+    assert result.exit_code == 0, result.output
+    recorded = load_results(tmp_path / "run").benchmark
+    assert (recorded.source, recorded.data_dir, recorded.questions) == ("folder", str(folder), str(questions))
+    out = runner.invoke(app, ["report", str(tmp_path / "run"), "--html", str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    assert f"reading the documents from {folder}" in out.stderr
+    dom = parse((tmp_path / "r.html").read_text(encoding="utf-8"))
+    columns = dom.all("div", cls="col")
+    assert [c.attrs["data-config"] for c in columns] == ["baseline", "default"]
+    texts = [t.text() for c in columns for t in c.all("div", cls="text")]
+    assert texts and all(t in ACME or t in ZETA for t in texts)  # each chunk's exact text
+    assert "the laws of Delaware" in dom.all("div", cls="gold")[0].text()
+    moved = runner.invoke(app, ["report", str(tmp_path / "run"), "--html", str(tmp_path / "r3.html"), "--data-dir",
+                                str(tmp_path / "nowhere")])
+    assert moved.exit_code == 0 and "was not found: the drill-down shows offsets only" in moved.stderr
