@@ -18,7 +18,7 @@ word processor would have had:
   dash (hyphen, en or em dash) right after a character (``"license—"``) is joined to the next without a space.
 * **Ligatures are normalised** (``"ﬁ"`` to ``"fi"``, the Unicode ligatures U+FB00 to U+FB06), so ``"ﬁle"`` is the
   word ``"file"`` for the embedder, BM25 and the summaries.
-* Spaces at the ends of lines are dropped; nothing else is changed or left out.
+* Spaces at the start and the end of lines are dropped; nothing else is changed or left out.
 
 The result is the document's text: chunk offsets are exact into it, and the page table gives, for each page, the
 offset of its first character (an empty page begins where the next text does; a word cut by a page break belongs to

@@ -128,8 +128,8 @@ def pdf_pages(data: bytes, max_pages: int) -> list[str]:
     except FileNotDecryptedError:
         raise Unreadable("an encrypted PDF that needs a password (decrypt it first)") from None
     except DependencyError as exc:  # AES without the cryptography package
-        raise Unreadable(f"an encrypted PDF that needs the cryptography package to be read ({exc}; pip install "
-                         "'llama-index-sac[documents]' brings it)") from None
+        raise Unreadable(f"an encrypted PDF that needs the cryptography package to be read ({exc}; the documents "
+                         "extra of llama-index-sac brings it)") from None
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, struct.error,
             RecursionError, NotImplementedError, OSError) as exc:  # what pypdf raises on damaged files
         raise Unreadable(f"not a readable PDF ({type(exc).__name__}: {exc})") from None

@@ -333,7 +333,7 @@ def test_permission_only_aes256_pdf_is_read(contract_pdf: bytes, tmp_path: Path,
     (tmp_path / "signed.pdf").write_bytes(locked)
     assert unreadable(tmp_path / "signed.pdf") == (
         "an encrypted PDF that needs the cryptography package to be read (cryptography>=3.1 is required for AES "
-        "algorithm; pip install 'llama-index-sac[documents]' brings it)")
+        "algorithm; the documents extra of llama-index-sac brings it)")
 
 
 def test_fifo_devices_sizes_names_and_suffixes(tmp_path: Path, alarm: None) -> None:
