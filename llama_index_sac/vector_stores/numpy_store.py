@@ -10,10 +10,12 @@ no Python float list is ever made: 1.5 KiB per 384-dimension row instead of abou
 (in ``float32``: the same bits either way); the rows of several calls are joined into one matrix lazily, at the next
 query after an ``add``/``delete``.
 
-Scores are cosine similarities, as with ``SimpleVectorStore``'s default mode; ties are broken by insertion order
-(stable). ``node_ids``, ``doc_ids`` and metadata ``filters`` restrict the candidates as in ``SimpleVectorStore``
-(its own filter function is reused; an empty id list means no restriction); other query modes raise
-``NotImplementedError`` rather than being ignored.
+Scores are cosine similarities, as with ``SimpleVectorStore``'s default mode. Equal scores are ordered by document
+id (``ref_doc_id``), then by the chunk's ``start_char_idx`` (then insertion order), also where they straddle the
+``k``-th place: the order does not depend on the order the nodes were added in, and a client store's results sorted
+by ``(-score, document id, start)`` come in the same order. ``node_ids``, ``doc_ids`` and metadata ``filters``
+restrict the candidates as in ``SimpleVectorStore`` (its own filter function is reused; an empty id list means no
+restriction); other query modes raise ``NotImplementedError`` rather than being ignored.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class NumpyVectorStore(BasePydanticVectorStore):
     _ids: list[str] = PrivateAttr(default_factory=list)
     _matrix: np.ndarray | None = PrivateAttr(default=None)
     _rows_of: dict[str, np.ndarray] | None = PrivateAttr(default=None)
+    _tie_rank: np.ndarray | None = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -201,7 +204,22 @@ class NumpyVectorStore(BasePydanticVectorStore):
             self._ids = ids
             self._matrix = matrix
             self._rows_of = None
+            self._tie_rank = None
         return self._matrix
+
+    def _tie_ranks(self) -> np.ndarray:
+        """Row ``i``'s place in the order (document id, start offset, row): how equal scores are ordered."""
+        if self._tie_rank is None:
+            keys = []
+            for i, node_id in enumerate(self._ids):
+                node = self._nodes[node_id]
+                start = getattr(node, "start_char_idx", None)
+                keys.append((node.ref_doc_id or "", -1 if start is None else int(start), i))
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            rank = np.empty(len(keys), dtype=np.int64)
+            rank[order] = np.arange(len(keys), dtype=np.int64)
+            self._tie_rank = rank
+        return self._tie_rank
 
     def _doc_rows(self) -> dict[str, np.ndarray]:
         """Row indices of each document (``ref_doc_id``), built with the matrix."""
@@ -274,9 +292,15 @@ class NumpyVectorStore(BasePydanticVectorStore):
         k = min(query.similarity_top_k, len(scores))
         if k <= 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.lexsort((top, -scores[top]))]  # by score, then insertion order (rows are ascending)
-        index = top if rows is None else rows[top]
+        if k < len(scores):  # the k best, and every row tied with the k-th: the tie rule picks among them
+            cut = scores[np.argpartition(-scores, k - 1)[:k]].min()
+            top = np.flatnonzero(scores >= cut)
+        else:
+            top = np.arange(len(scores))
+        absolute = top if rows is None else rows[top]
+        chosen = np.lexsort((self._tie_ranks()[absolute], -scores[top]))[:k]  # by score, then document and offset
+        top = top[chosen]
+        index = absolute[chosen]
         ids = [self._ids[i] for i in index]
         return VectorStoreQueryResult(
             nodes=[self._nodes[i] for i in ids], similarities=[float(scores[i]) for i in top], ids=ids

@@ -54,6 +54,30 @@ def test_ties_by_insertion_order_and_delete():
     assert store.query(VectorStoreQuery(query_embedding=[0.0, 1.0], similarity_top_k=1)).ids == ["d"]
 
 
+def test_ties_by_document_then_offset_whatever_the_insertion_order():
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+
+    def node(doc: str, start: int, vector: list[float]) -> TextNode:
+        made = TextNode(id_=f"{doc}@{start}", text="MUTUAL NON-DISCLOSURE AGREEMENT", embedding=vector,
+                        start_char_idx=start, end_char_idx=start + 31)
+        made.relationships = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc)}
+        return made
+
+    tied = [node("b.txt", 900, [1.0, 0.0]), node("b.txt", 0, [1.0, 0.0]), node("a.txt", 400, [1.0, 0.0]),
+            node("a.txt", 7, [1.0, 0.0])]
+    other = node("a.txt", 50, [0.6, 0.8])  # a lower score (0.6)
+    query = VectorStoreQuery(query_embedding=[1.0, 0.0], similarity_top_k=3)
+    expected = ["a.txt@7", "a.txt@400", "b.txt@0"]  # by document id, then start: also at the cut (the 4th is left)
+    for order in ([*tied, other], [other, *reversed(tied)], [tied[2], other, tied[0], tied[3], tied[1]]):
+        store = NumpyVectorStore()
+        store.add(order)
+        assert store.query(query).ids == expected
+        assert store.query(VectorStoreQuery(query_embedding=[1.0, 0.0], similarity_top_k=5)).ids == [
+            *expected, "b.txt@900", "a.txt@50"]
+        filtered = VectorStoreQuery(query_embedding=[1.0, 0.0], similarity_top_k=1, doc_ids=["b.txt"])
+        assert store.query(filtered).ids == ["b.txt@0"]
+
+
 def test_in_a_vector_store_index(fake_embedding: FakeEmbedding):
     nodes = [TextNode(id_=f"n{i}", text=t) for i, t in enumerate(["governing law of Delaware", "notice period",
                                                                     "confidential information", "termination"])]

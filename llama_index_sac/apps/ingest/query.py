@@ -317,7 +317,8 @@ class Searcher:
                           f"{self._name}: leave --embed-model out (the collection's model is used) or pass that one")
 
     def search(self, question: str, k: int = 5) -> list[QueryHit]:
-        """The ``k`` chunks closest to ``question``, best first (``[]`` for an empty collection).
+        """The ``k`` chunks closest to ``question``, best first (``[]`` for an empty collection); equal scores ordered
+        by document id, then start offset, whatever order the store returned them in.
 
         Raises:
             IngestError: an empty or non-UTF-8 question, ``k`` outside 1 to :data:`MAX_K`, a store that cannot be read
@@ -337,7 +338,9 @@ class Searcher:
             first = (str(exc).strip().splitlines() or [""])[0]
             raise IngestError(f"{self.spec} cannot answer ({type(exc).__name__}: {first}); was the collection "
                               "built with another --embed-model?") from None
-        return [QueryHit.from_node(h) for h in hits]
+        found = [QueryHit.from_node(h) for h in hits]
+        # equal scores in the order of every store (NumpyVectorStore's too): document id, then offset
+        return sorted(found, key=lambda h: (-(h.score or 0.0), h.doc_id, -1 if h.start is None else h.start))
 
 
 def query(question: str, store: StoreSpec | str, *, collection: str = "llama-sac", k: int = 5,
