@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperGroup
 
 try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself
     from typer._click.exceptions import ClickException, UsageError
@@ -49,6 +49,7 @@ except ImportError:  # pragma: no cover - older click: no_args_is_help prints th
     NoArgsIsHelpError = type("NoArgsIsHelpError", (UsageError,), {})  # type: ignore[assignment,misc]
 
 from llama_index_sac.apps._display import printable
+from llama_index_sac.apps._help import PlainHelpOffTerminal
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps._output import ClosedStdoutEndsQuietly, cli_output, closed_stdout_ends_quietly
 from llama_index_sac.apps.benchmark.components import (
@@ -100,14 +101,6 @@ def _click_message(exc: ClickException) -> str:
     return text
 
 
-def _plain_help() -> bool:
-    """Help as plain text: standard output is not a terminal (rich would lay it out in 80 boxed columns)."""
-    try:
-        return not sys.stdout.isatty()
-    except (AttributeError, ValueError):  # no stream, or a closed one
-        return True
-
-
 class _OneLineErrorGroup(ClosedStdoutEndsQuietly, TyperGroup):
     """The command group: click/typer usage errors (bad option values, unknown options) become one ``error:`` line
     and exit status 2 instead of typer's boxed format; a closed standard output ends it quietly (module docstring)."""
@@ -138,17 +131,9 @@ class _OneLineErrorGroup(ClosedStdoutEndsQuietly, TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-class _Command(TyperCommand):
+class _Command(PlainHelpOffTerminal):
     """A command whose help shows no type after a flag (``--json``, not ``--json <bool>``) and its arguments as
-    ``PATHS...`` / ``[QUESTION]`` in the usage line (typer would write ``{paths}...``); off a terminal (a pipe, a
-    file), its help is plain text in two columns (click's layout) instead of typer's boxes, whose description column
-    shrinks to a few characters at 80 columns."""
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        if _plain_help():
-            super(TyperCommand, self).format_help(ctx, formatter)  # click's own layout, skipping typer's rich one
-            return
-        super().format_help(ctx, formatter)
+    ``PATHS...`` / ``[QUESTION]`` in the usage line (typer would write ``{paths}...``); plain help off a terminal."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
@@ -407,32 +392,10 @@ def _write_html(results: RunResults, out: Path, compare: str | None, data_dir: P
 
 
 def _run_texts(results: RunResults, data_dir: Path | None) -> dict[str, str] | None:
-    """The documents of a run with records (``None``: no records, or documents not found, said on stderr).
-    LegalBench-RAG: from ``--data-dir``, else the folder the run recorded, else ``_DEFAULT_LBR``, when present."""
-    from llama_index_sac.apps.benchmark.run_documents import benchmark_texts
+    """The documents of a run with records, for the drill-down (``None``: none found, said on stderr)."""
+    from llama_index_sac.apps.benchmark.run_documents import report_texts
 
-    if all(c.records is None for c in results.configs):
-        return None
-    source = results.benchmark.source
-    if source == "synthetic":
-        return benchmark_texts(results)
-    recorded = results.benchmark.data_dir
-    if source == "folder":  # eval --folder: the documents read again from the folder, as the run read them
-        folder = data_dir if data_dir is not None else Path(recorded) if recorded is not None else None
-        if folder is None or not folder.is_dir():
-            typer.echo(f"note: the folder of the run ({folder}) was not found: the drill-down shows offsets only "
-                       "(--data-dir names the folder)", err=True)
-            return None
-        typer.echo(f"reading the documents from {folder}", err=True)
-        return benchmark_texts(results, folder)
-    found = [Path(d) for d in (recorded, _DEFAULT_LBR) if d is not None and Path(d).is_dir()]
-    folder = data_dir if data_dir is not None else found[0] if found else None
-    if source != "legalbenchrag" or folder is None:
-        what = "documents of a custom benchmark" if source != "legalbenchrag" else "LegalBench-RAG data not found"
-        typer.echo(f"note: {what}: the drill-down shows offsets only (--data-dir names the data folder)", err=True)
-        return None
-    typer.echo(f"reading the LegalBench-RAG documents from {folder}", err=True)
-    return benchmark_texts(results, folder)
+    return report_texts(results, data_dir, _DEFAULT_LBR, lambda line: typer.echo(line, err=True))
 
 
 # `llama-sac ingest` / `llama-sac query`: a user's folders into a real vector store (code in apps/ingest/)
