@@ -6,8 +6,8 @@ script reads the per-query records of an ``llama-sac eval`` run (``results.json`
 documents (``--folder`` of an ``eval --folder`` run), and prints how many of the documents' chunks (default parser)
 are heading-only, then per configuration:
 
-* heading-only chunks among all the chunks retrieved at k = 1 and at the largest k, and how many questions have one
-  at rank 1;
+* heading-only chunks among the top-``k`` chunks of every question (``--k``, default the run's largest k), and how
+  many questions have one at rank 1;
 * how often a retrieved heading-only chunk ranks above its body (the next chunk of the same document, the one that
   starts where the heading's whitespace ends): body retrieved lower, or body not retrieved at all;
 * how often it is a HIT (shares a character with a gold span).
@@ -34,7 +34,7 @@ def heading_only(text: str) -> bool:
     return bool(stripped) and len(stripped.split()) <= 12 and not _END.search(stripped)
 
 
-def measure(results_path: Path, texts: Mapping[str, str]) -> list[str]:
+def measure(results_path: Path, texts: Mapping[str, str], k: int | None = None) -> list[str]:
     """The lines of the report (module docstring)."""
     from llama_index_sac.apps.benchmark.results import load_results
 
@@ -42,7 +42,7 @@ def measure(results_path: Path, texts: Mapping[str, str]) -> list[str]:
     lines = []
     for config in run.configs:
         records = config.records or []
-        k = max(run.settings.ks)
+        k = k or max(run.settings.ks)
         at_one = retrieved = headings = above = above_missing = hits = 0
         for record in records:
             chunks = record.retrieved[:k]
@@ -71,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--folder", type=Path, required=True, help="the documents of the eval --folder run")
+    parser.add_argument("--k", type=int, help="chunks per question looked at (default: the run's largest k)")
     args = parser.parse_args()
     from llama_index_sac.apps.ingest.files import SUFFIXES, read_file
 
@@ -83,7 +84,7 @@ def main() -> None:
     nodes = RecursiveCharacterNodeParser().get_nodes_from_documents([Document(text=t) for t in texts.values()])
     alone = sum(heading_only(n.get_content()) for n in nodes)
     print(f"heading-only chunks in the documents (default parser): {alone} of {len(nodes)}")
-    print("\n".join(measure(args.results, texts)))
+    print("\n".join(measure(args.results, texts, args.k)))
 
 
 if __name__ == "__main__":
