@@ -109,7 +109,8 @@ def test_eval_on_your_own_folder_scores_llamaindex_against_sac(tmp_path: Path, m
     assert result.exit_code == 0, result.output
     run = load_results(out)
     assert [c.config.name for c in run.configs] == ["llamaindex", "sac"]
-    assert run.benchmark.n_documents == 2 and run.benchmark.n_queries == 2 and run.benchmark.source == "custom"
+    assert run.benchmark.n_documents == 2 and run.benchmark.n_queries == 2 and run.benchmark.source == "folder"
+    assert (run.benchmark.data_dir, run.benchmark.questions) == (str(folder), str(questions))  # report finds them
     for config in run.configs:
         scores = config.aggregates.at("overall", 1)
         assert scores.drm is not None and 0 <= scores.drm <= 1 and scores.recall is not None and 0 <= scores.recall <= 1
