@@ -66,7 +66,7 @@ def _nodes(n: int, n_docs: int = 5) -> list[TextNode]:
 def _vectors(n: int, dim: int, seed: int) -> np.ndarray:
     vectors = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
     vectors[7] = 0.0  # a zero vector: stays zero, scores 0
-    vectors[11] = vectors[12]  # a tie: insertion order decides
+    vectors[11] = vectors[12]  # a tie: document id, then offset decides (doc1 before doc2)
     return vectors
 
 
@@ -117,7 +117,7 @@ def test_add_matrix_scores_as_add_with_filters_doc_ids_and_deletes(monkeypatch: 
     got = by_matrix.query(VectorStoreQuery(query_embedding=q.tolist(), similarity_top_k=120))
     assert got.ids == [f"n{i:03d}" for i in order]
     assert got.similarities == [float(expected[i]) for i in order]
-    assert got.ids.index("n011") == got.ids.index("n012") - 1  # tie: insertion order
+    assert got.ids.index("n011") == got.ids.index("n012") - 1  # tie: doc1 (n011) before doc2 (n012)
     assert got.similarities[got.ids.index("n007")] == 0.0
 
     # deletes, and a second block (joined lazily into one matrix), on both stores alike
