@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
 from llama_index_sac import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.constants import DEFAULT_QUESTION_WEIGHT
 from llama_index_sac.retrievers.chunk_lexical import lexical_scores, stems
-from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT, order_within_documents
+from llama_index_sac.retrievers.clause_order import order_within_documents
 from tests.retrievers.test_document_retrieval import build, corpus
 from tests.retrievers.test_document_retrieval_api import QUESTION
 
@@ -80,7 +81,7 @@ def test_a_located_documents_places_are_refilled_in_clause_order_hand_worked() -
        st.floats(0, 1), st.integers(1, 6))
 def test_every_place_keeps_its_document_and_score(found: list[Any], asked: list[Any], weight: float, k: int) -> None:
     candidates = [scored(d, i, s) for d, i, s in found]
-    from llama_index_sac.retrievers.fusion import fuse
+    from llama_index_sac.retrievers.ranking import fuse
 
     ranked = fuse(candidates, {}, 0.0, k)
     got = order_within_documents(ranked, candidates, [scored(d, i, s) for d, i, s in asked], ["a", "b"], weight)
@@ -116,7 +117,7 @@ class Counting(DocumentAwareRetriever):
 def test_the_question_is_searched_in_the_located_document_and_places_keep_their_documents() -> None:
     index, documents = build(corpus()), DocumentIndex.from_nodes(corpus())
     aware = Counting(index, documents, similarity_top_k=4, focus_documents=1)
-    assert aware.question_weight == DEFAULT_QUESTION_WEIGHT
+    assert aware.options.question_weight == DEFAULT_QUESTION_WEIGHT
     got = aware.retrieve(QUESTION)
     question = " how long is information kept secret?"
     assert (question, ("nda-osprey.txt",)) in aware.calls  # the question alone, in the located document
@@ -143,7 +144,7 @@ def test_aretrieve_equals_retrieve_with_the_question() -> None:
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), True, "0.5"])
 def test_a_question_weight_outside_0_1_is_named(bad: Any) -> None:
-    with pytest.raises(ValueError, match="question_weight must be a number in \\[0, 1\\]"):
+    with pytest.raises(ValueError, match="^question_weight: Input should be "):
         DocumentAwareRetriever(build(corpus()), DocumentIndex.from_nodes(corpus()), question_weight=bad)
 
 
@@ -154,7 +155,7 @@ def test_the_benchmark_setting_reaches_the_retriever_and_the_published_presets_k
 
     nodes: list[BaseNode] = list(corpus())
     built = build_retriever(parse_config("default:document_retrieval.question_weight=0.25"), nodes, FakeEmbedding(), 4)
-    assert isinstance(built, DocumentAwareRetriever) and built.question_weight == 0.25
+    assert isinstance(built, DocumentAwareRetriever) and built.options.question_weight == 0.25
     assert parse_config("default").document_retrieval.question_weight == DEFAULT_QUESTION_WEIGHT
     assert parse_config("sac-doc").document_retrieval.question_weight == 0.0
     with pytest.raises(ValueError, match="question_weight"):

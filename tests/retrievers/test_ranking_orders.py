@@ -59,7 +59,8 @@ def _setup() -> tuple[list[Any], VectorStoreIndex, list[str]]:
     bench = synthetic_contracts()
     documents = [Document(text=text, id_=doc_id) for doc_id, text in bench.documents.items()]
     nodes = RecursiveCharacterNodeParser()(documents)
-    nodes = SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(), embed_model=FakeEmbedding())(nodes)
+    augment = SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(), embed_model=FakeEmbedding())
+    nodes = list(augment(nodes))
     index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=NumpyVectorStore()),
                              embed_model=FakeEmbedding())
     queries = [q.query for q in bench.queries]
@@ -79,8 +80,8 @@ class _Candidates(BaseRetriever):
 
 
 def _digest(orders: list[list[NodeWithScore]]) -> str:
-    rows = [[(hit.node.ref_doc_id, hit.node.start_char_idx, round(hit.score or 0.0, 9)) for hit in order]
-            for order in orders]
+    rows = [[(hit.node.ref_doc_id, getattr(hit.node, "start_char_idx", None), round(hit.score or 0.0, 9))
+             for hit in order] for order in orders]
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
