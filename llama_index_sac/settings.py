@@ -39,6 +39,7 @@ from llama_index.core.bridge.pydantic import (
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
+from llama_index_sac.constants import DEFAULT_FOCUS_DOCUMENTS
 from llama_index_sac.embeddings.model import embedding_identity, embedding_space
 from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
@@ -307,8 +308,8 @@ def build_summarizer(settings: AnySummarizerSettings) -> BaseSummarizer:
 class DocumentRetrievalSettings(DocumentPriorOptions, RankingOptions):
     """The options of document-aware retrieval in one flat model (``document_retrieval.<option>``): the fields of
     :class:`~llama_index_sac.retrievers.options.DocumentPriorOptions` (the :class:`~llama_index_sac.DocumentIndex`)
-    and of :class:`~llama_index_sac.retrievers.options.RankingOptions` (the retriever), declared there; split again
-    by :meth:`prior_options` and :meth:`ranking_options`."""
+    and of :class:`~llama_index_sac.retrievers.options.RankingOptions` (the retriever over a vector index, so
+    ``focus_documents`` None is 2), declared there; split again by :meth:`prior_options` and :meth:`ranking_options`."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)
 
@@ -320,6 +321,13 @@ class DocumentRetrievalSettings(DocumentPriorOptions, RankingOptions):
             data = {("max_document_frequency" if key == "max_name_frequency" else key): value
                     for key, value in data.items()}
         return data
+
+    @model_validator(mode="after")
+    def _over_a_vector_index(self) -> DocumentRetrievalSettings:
+        """The settings build a retriever over a vector index: ``focus_documents`` None is its default there."""
+        if self.focus_documents is None:
+            self.focus_documents = DEFAULT_FOCUS_DOCUMENTS
+        return self
 
     def prior_options(self) -> DocumentPriorOptions:
         """The options of the :class:`~llama_index_sac.DocumentIndex`."""

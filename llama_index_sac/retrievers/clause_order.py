@@ -45,8 +45,8 @@ def _lowest(hits: Mapping[str, NodeWithScore]) -> float | None:
 
 def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[NodeWithScore],
                            question_hits: Iterable[NodeWithScore], documents: Collection[str],
-                           question_weight: float, lexical: Mapping[str, float] | None = None,
-                           lexical_weight: float = 0.0) -> list[NodeWithScore]:
+                           question_weight: float, lexical: Mapping[str, float],
+                           lexical_weight: float) -> list[NodeWithScore]:
     """``ranked`` (the fused answer, best first) with each place held by a chunk of one of ``documents`` refilled by
     that document's chunks in clause order (module docstring); places of other documents unchanged.
 
@@ -62,7 +62,7 @@ def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[Nod
     if not chosen or not any(hit.node.ref_doc_id in chosen for hit in ranked):
         return list(ranked)
     dense, question = _by_document(candidates, chosen), _by_document(question_hits, chosen)
-    extra = lexical or {}
+    extra = lexical
     queue: dict[str, list[NodeWithScore]] = {}
     for doc in chosen:
         found, asked = dense[doc], question[doc]

@@ -59,20 +59,20 @@ def test_a_located_documents_places_are_refilled_in_clause_order_hand_worked() -
     # a's floors: query 0.5 (a#3 was not returned), question 0.7 (a#1 was not returned)
     # clause = 0.5 * full + 0.5 * question: a#1 0.5*0.6 + 0.5*0.7 = 0.65; a#2 0.5*0.5 + 0.5*0.7 = 0.6;
     # a#3 0.5*0.5 + 0.5*0.9 = 0.7
-    got = order_within_documents(ranked, candidates, asked, ["a"], 0.5)
+    got = order_within_documents(ranked, candidates, asked, ["a"], 0.5, {}, 0.0)
     assert ids(got) == [("a#3", 0.9), ("b#1", 0.85), ("a#1", 0.8)]  # each place keeps its score and document
     # the lexical score: a#2 + 0.2 * 1.0 = 0.8 comes first
     got = order_within_documents(ranked, candidates, asked, ["a"], 0.5, {"a#2": 1.0}, 0.2)
     assert ids(got) == [("a#2", 0.9), ("b#1", 0.85), ("a#3", 0.8)]
     # question_weight 0: the full query's order (a#3 at its floor 0.5 ties a#2; ties by id)
-    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 0.0)) == [("a#1", 0.9), ("b#1", 0.85),
+    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 0.0, {}, 0.0)) == [("a#1", 0.9), ("b#1", 0.85),
                                                                                   ("a#2", 0.8)]
     # question_weight 1: the question's order (a#1 at the question's floor 0.7 ties a#2; ties by id)
-    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 1.0)) == [("a#3", 0.9), ("b#1", 0.85),
+    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 1.0, {}, 0.0)) == [("a#3", 0.9), ("b#1", 0.85),
                                                                                   ("a#1", 0.8)]
     # no located document in the answer, or none given: unchanged
-    assert ids(order_within_documents(ranked, candidates, asked, ["c"], 0.5)) == ids(ranked)
-    assert ids(order_within_documents(ranked, candidates, asked, [], 0.5)) == ids(ranked)
+    assert ids(order_within_documents(ranked, candidates, asked, ["c"], 0.5, {}, 0.0)) == ids(ranked)
+    assert ids(order_within_documents(ranked, candidates, asked, [], 0.5, {}, 0.0)) == ids(ranked)
 
 
 @settings(max_examples=80, deadline=None)
@@ -84,7 +84,8 @@ def test_every_place_keeps_its_document_and_score(found: list[Any], asked: list[
     from llama_index_sac.retrievers.ranking import fuse
 
     ranked = fuse(candidates, {}, 0.0, k)
-    got = order_within_documents(ranked, candidates, [scored(d, i, s) for d, i, s in asked], ["a", "b"], weight)
+    got = order_within_documents(ranked, candidates, [scored(d, i, s) for d, i, s in asked], ["a", "b"], weight,
+                                 {}, 0.0)
     assert [h.node.ref_doc_id for h in got] == [h.node.ref_doc_id for h in ranked]
     assert [h.score for h in got] == [h.score for h in ranked]
     assert len({h.node.node_id for h in got}) == len(got)  # a chunk once

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from llama_index_sac import DocumentIndex
-from llama_index_sac.apps.benchmark.results import parse_results
 from llama_index_sac.retrievers.document_names import with_word_parts, word_tokens
 from llama_index_sac.summarizers.terms import TermStatistics
 
@@ -109,15 +108,3 @@ def test_a_pickled_index_does_not_carry_the_shipped_table() -> None:
     assert copy.prior(query).tolist() == index.prior(query).tolist() and set(copy.prior_of(query)) == {"ag"}
 
 
-def test_a_results_file_from_before_the_options_loads_as_it_ran() -> None:
-    path = Path(__file__).parents[2] / "docs" / "results" / "mini-document-aware" / "results.json"
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    aware = [entry for entry in raw["configs"] if entry["config"]["retrieval"] == "document-aware"]
-    assert aware
-    for entry in aware:
-        for key in ("locator_only", "word_parts"):
-            del entry["config"]["document_retrieval"][key]
-    for entry in parse_results(raw).configs:
-        if entry.config.retrieval == "document-aware":
-            assert (entry.config.document_retrieval.locator_only, entry.config.document_retrieval.word_parts) == (
-                False, False)
