@@ -176,6 +176,21 @@ class DocumentAwareRetriever(BaseRetriever):
             document_index = DocumentIndex.from_source(index)
         return cls(source, document_index, similarity_top_k=similarity_top_k, **kwargs)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The retriever's state, as pickle takes it.
+
+        Raises:
+            TypeError: the index's vector store talks to a client (Chroma, Qdrant...): LlamaIndex drops the client
+                when it pickles the store, which would leave a retriever that fails at its first query. Pickle the
+                :class:`DocumentIndex` (or :meth:`DocumentIndex.persist` it) and build the retriever again over the
+                store where it is unpickled."""
+        store = self.index.vector_store if self.index is not None else None
+        if getattr(store, "client", None) is not None:
+            raise TypeError(f"a DocumentAwareRetriever over a {type(store).__name__} cannot be pickled: "
+                            "the store's client does not travel; pickle its DocumentIndex and build the retriever "
+                            "again over the store (DocumentAwareRetriever.from_defaults(store, document_index))")
+        return dict(self.__dict__)
+
     # -- the searches ----------------------------------------------------------------------------------------
     def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> BaseRetriever:
         assert self.index is not None

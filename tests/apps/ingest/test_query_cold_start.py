@@ -17,7 +17,7 @@ import llama_index_sac.apps.ingest.document_index as document_index
 from llama_index_sac.apps.ingest.files import IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.manage import remove
 from llama_index_sac.apps.ingest.run import IngestSettings, ingest, query
-from llama_index_sac.retrievers.document_aware import DocumentIndex
+from llama_index_sac.retrievers.document_index import DocumentIndex
 from tests.apps.ingest.test_ingest_cli import write_contracts
 from tests.conftest import REPO, FakeEmbedding, offline_installed
 
