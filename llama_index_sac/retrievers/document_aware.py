@@ -33,10 +33,8 @@ chunks' text; no model call); :meth:`DocumentIndex.persist` saves it beside a ``
 
 The weights are in cosine units. LlamaIndex's Chroma store reports ``exp(-distance)``: ``exp(cosine - 1)`` in a
 collection created with ``metadata={"hnsw:space": "cosine"}`` (what ``llama-sac ingest`` and ``docs/production.md``
-create), whose differences are 0.5 to 0.7 times the cosine's for cosines of 0.3 to 0.7, so there the prior weighs
-about 1.5 times more. In Chroma's default ``l2`` space (squared distance, ``2 - 2 cosine`` for the unit vectors of
-all-MiniLM-L6-v2) it is ``exp(2 cosine - 2)``, whose differences are 0.5 to 1.1 times the cosine's over the same
-range: another scale again, so create Chroma collections in cosine space.
+create), whose differences are smaller than the cosine's, so there the prior weighs more; in Chroma's default ``l2``
+space (``exp(2 cosine - 2)`` for unit vectors) the scale differs again, so create Chroma collections in cosine space.
 
 A document the prior picks that has no chunk in the store (an index built from another store, or stale) is reported
 with a :class:`StaleDocumentIndexWarning`; its prior then changes nothing.
