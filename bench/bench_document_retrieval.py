@@ -48,17 +48,18 @@ from llama_index_sac import (  # noqa: E402
     load_legalbenchrag,
 )
 from llama_index_sac.apps.benchmark.environment import peak_memory_mb  # noqa: E402
-from llama_index_sac.embeddings.default import default_embedding_model  # noqa: E402
-from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT  # noqa: E402
-from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT  # noqa: E402
-from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever, DocumentIndex  # noqa: E402
-from llama_index_sac.retrievers.document_index import (  # noqa: E402
+from llama_index_sac.constants import (  # noqa: E402
+    DEFAULT_LEXICAL_WEIGHT,
     DEFAULT_LOCATOR_ONLY,
     DEFAULT_NAME_PAIRS,
     DEFAULT_PRIOR_MARGIN,
+    DEFAULT_QUESTION_WEIGHT,
     DEFAULT_REQUIRE_NAME_MATCH,
     DEFAULT_WORD_PARTS,
 )
+from llama_index_sac.embeddings.default import default_embedding_model  # noqa: E402
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever  # noqa: E402
+from llama_index_sac.retrievers.document_index import DocumentIndex  # noqa: E402
 
 DATASETS = ["contractnli", "cuad", "maud", "privacy_qa"]
 

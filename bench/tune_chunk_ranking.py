@@ -42,7 +42,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +56,10 @@ from llama_index_sac.apps.benchmark.cache import EmbeddingCache
 from llama_index_sac.apps.benchmark.config import LoaderOptions, RunSettings, parse_config
 from llama_index_sac.apps.benchmark.runner import _augment, _EmbedTexts, _QueryVectors
 from llama_index_sac.evaluation.evaluator import RetrievalQualityEvaluator
+from llama_index_sac.retrievers._llamaindex import embed_model_of
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
 from llama_index_sac.retrievers.document_index import DocumentIndex
-from llama_index_sac.retrievers.fusion import lexical_bonus
+from llama_index_sac.retrievers.ranking import lexical_units, rank
 
 LEXICAL_WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2)
 CLAUSE_LEXICAL_WEIGHTS = (0.0, 0.05, 0.1, 0.2)
@@ -135,22 +136,27 @@ class RememberingRetriever(DocumentAwareRetriever):
         key = (top_k, tuple(doc_ids or ()))
         return _Remembered(super()._dense(top_k, doc_ids), key, self.dense_memory)
 
-    def _question(self, query_bundle: QueryBundle, prior: Mapping[str, float]) -> QueryBundle | None:
+    def _question(self, query_bundle: QueryBundle, prior: dict[str, float]) -> QueryBundle | None:
         question = super()._question(query_bundle, prior)
         if question is not None:
             assert self.index is not None
             if question.query_str not in self.question_memory:
-                self.question_memory[question.query_str] = self.index._embed_model.get_query_embedding(
+                self.question_memory[question.query_str] = embed_model_of(self.index).get_query_embedding(
                     question.query_str)
             question.embedding = self.question_memory[question.query_str]
         return question
 
-    def _lexical(self, hits: list[NodeWithScore], query: str, names: frozenset[str],
-                 scope: list[str] | None) -> dict[str, float]:
+    def _units(self, hits: Sequence[NodeWithScore], query: str, names: frozenset[str],
+               scope: Collection[str] | None) -> dict[str, float]:
         key = (query, tuple(h.node.node_id for h in hits), names, tuple(scope or ()), self.stem)
         if key not in self.lexical_memory:
-            self.lexical_memory[key] = lexical_bonus(hits, query, 1.0, names, scope, stem=self.stem)
+            self.lexical_memory[key] = lexical_units(hits, query, names, scope, stem=self.stem)
         return self.lexical_memory[key]
+
+    def _rank(self, hits: list[NodeWithScore], prior: dict[str, float], query: str,
+              question_hits: list[NodeWithScore] | None = None) -> list[NodeWithScore]:
+        return rank(hits, query, prior, self.document_index, self.options, self.similarity_top_k,
+                    question_hits or (), units=self._units)
 
 
 def summary(aggregates: Mapping[str, Any], dataset: str) -> dict[str, float]:
@@ -223,7 +229,7 @@ def main() -> None:
         lexical, scope, margin, match, pairs, stem, question, locator, parts = point
         if (margin, match, pairs, locator, parts) not in indexes:
             indexes[margin, match, pairs, locator, parts] = DocumentIndex.from_nodes(
-                nodes, name_weight=dr.name_weight, max_document_frequency=dr.max_name_frequency, name_pairs=pairs,
+                nodes, name_weight=dr.name_weight, max_document_frequency=dr.max_document_frequency, name_pairs=pairs,
                 prior_margin=margin, require_name_match=match, locator_only=locator, word_parts=parts)
         clock = time.perf_counter()
         table[point_name(point)] = evaluate(RememberingRetriever(

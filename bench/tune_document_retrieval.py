@@ -1,7 +1,7 @@
 """Choose DocumentAwareRetriever's prior_weight and focus_documents WITHOUT the test queries (issue 15).
 
 Grid: ``prior_weight`` x ``focus_documents`` x ``name_weight`` (the names' share of the prior; 0 is the summaries
-alone); ``max_name_frequency`` stays at its default, fixed beforehand.
+alone); ``max_document_frequency`` stays at its default, fixed beforehand.
 
 Protocol (leave-one-dataset-out over LegalBench-RAG's four datasets): every grid point runs once on all queries
 (``llama-sac eval`` machinery, one run, embeddings from the shared cache); for each held-out dataset D the grid point

@@ -1,7 +1,8 @@
 """Default values of the components' options, each written once (like ``llama_index.core.constants``).
 
 The components' pydantic fields take their defaults from here; everything else (``from_defaults``, the settings
-models of :mod:`llama_index_sac.settings`, the command line) reads those fields. Sizes are in characters.
+models of :mod:`llama_index_sac.settings`, the command line) reads those fields. Sizes are in characters; the
+document-aware weights are in the units of the chunks' scores (cosine similarity for a vector index).
 """
 
 from __future__ import annotations
@@ -11,13 +12,28 @@ from typing import Literal
 __all__ = [
     "DEFAULT_BREAKPOINT_METHOD",
     "DEFAULT_BUFFER_SIZE",
+    "DEFAULT_CANDIDATE_TOP_K",
     "DEFAULT_CHUNK_OVERLAP",
     "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_FOCUS_DOCUMENTS",
+    "DEFAULT_LEXICAL_SCOPE",
+    "DEFAULT_LEXICAL_WEIGHT",
+    "DEFAULT_LOCATOR_ONLY",
     "DEFAULT_MAX_CHUNK_SIZE",
+    "DEFAULT_MAX_DOCUMENT_FREQUENCY",
     "DEFAULT_MIN_CHUNK_SIZE",
+    "DEFAULT_NAME_PAIRS",
+    "DEFAULT_NAME_WEIGHT",
+    "DEFAULT_PRIOR_MARGIN",
+    "DEFAULT_PRIOR_WEIGHT",
+    "DEFAULT_QUESTION_WEIGHT",
+    "DEFAULT_REQUIRE_NAME_MATCH",
     "DEFAULT_SEMANTIC_BATCH_SIZE",
     "DEFAULT_SENTENCE_BACKEND",
+    "DEFAULT_SIMILARITY_TOP_K",
     "DEFAULT_SUMMARY_CHARS",
+    "DEFAULT_WORD_PARTS",
+    "LexicalScope",
 ]
 
 #: Recursive and hybrid parsers: maximum chunk length and overlap (the SAC paper's and LegalBench-RAG's setting).
@@ -34,3 +50,29 @@ DEFAULT_SEMANTIC_BATCH_SIZE = 64
 
 #: Summarizers: target summary length.
 DEFAULT_SUMMARY_CHARS = 150
+
+#: The document prior (:class:`~llama_index_sac.retrievers.options.DocumentPriorOptions`): the names' share of the
+#: prior, two-word names, the margin by which a match must stand out, whether a name must match, whether a leading
+#: locator clause is read alone, whether hyphenated words give their parts, and the share of the reference table's
+#: documents below which a name is distinctive.
+DEFAULT_NAME_WEIGHT = 0.5
+DEFAULT_NAME_PAIRS = False
+DEFAULT_PRIOR_MARGIN = 0.0
+DEFAULT_REQUIRE_NAME_MATCH = False
+DEFAULT_LOCATOR_ONLY = True
+DEFAULT_WORD_PARTS = True
+DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
+
+#: Document-aware ranking (:class:`~llama_index_sac.retrievers.options.RankingOptions`): chunks returned, the
+#: prior's weight, the documents that get a filtered dense query over a vector index, the dense candidates fetched,
+#: the weight of the question's lexical score and the chunks it ranks, the question's share in the clause order.
+DEFAULT_SIMILARITY_TOP_K = 10
+DEFAULT_PRIOR_WEIGHT = 0.3
+DEFAULT_FOCUS_DOCUMENTS = 2
+DEFAULT_CANDIDATE_TOP_K = 100
+DEFAULT_LEXICAL_WEIGHT = 0.1
+#: ``"located"``: the chunks of the documents the prior located (every chunk when it located none);
+#: ``"candidates"``: every candidate chunk.
+LexicalScope = Literal["located", "candidates"]
+DEFAULT_LEXICAL_SCOPE: LexicalScope = "located"
+DEFAULT_QUESTION_WEIGHT = 0.5

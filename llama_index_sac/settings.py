@@ -12,7 +12,8 @@ the component.
 
 * :data:`ParserSettings`: ``recursive``, ``semantic``, ``hybrid`` -> :func:`build_parser`;
 * :data:`SummarizerSettings`: ``extractive``, ``llm`` -> :func:`build_summarizer`;
-* :class:`DocumentRetrievalSettings`: the options of :class:`~llama_index_sac.DocumentAwareRetriever`.
+* :class:`DocumentRetrievalSettings`: the options of :class:`~llama_index_sac.DocumentAwareRetriever` and its
+  :class:`~llama_index_sac.DocumentIndex` (the fields of :mod:`llama_index_sac.retrievers.options`).
 
 Applications (a benchmark, an ingestion tool, a command line) declare no option of their own for these: they nest
 these models (or subclass them to add their own choices) and build the components with the functions below.
@@ -38,27 +39,13 @@ from llama_index.core.bridge.pydantic import (
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
+from llama_index_sac.constants import DEFAULT_FOCUS_DOCUMENTS
 from llama_index_sac.embeddings.model import embedding_identity, embedding_space
 from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.semantic import BreakpointMethod
-from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_SCOPE, DEFAULT_LEXICAL_WEIGHT, LexicalScope
-from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT
-from llama_index_sac.retrievers.document_aware import (
-    DEFAULT_CANDIDATE_TOP_K,
-    DEFAULT_FOCUS_DOCUMENTS,
-    DEFAULT_PRIOR_WEIGHT,
-)
-from llama_index_sac.retrievers.document_index import (
-    DEFAULT_LOCATOR_ONLY,
-    DEFAULT_NAME_PAIRS,
-    DEFAULT_NAME_WEIGHT,
-    DEFAULT_PRIOR_MARGIN,
-    DEFAULT_REQUIRE_NAME_MATCH,
-    DEFAULT_WORD_PARTS,
-)
-from llama_index_sac.retrievers.document_names import DEFAULT_MAX_DOCUMENT_FREQUENCY
+from llama_index_sac.retrievers.options import DocumentPriorOptions, RankingOptions
 from llama_index_sac.sentences import SentenceBackend
 from llama_index_sac.summarizers import BaseSummarizer, ExtractiveSummarizer, LLMSummarizer
 
@@ -318,42 +305,37 @@ def build_summarizer(settings: AnySummarizerSettings) -> BaseSummarizer:
 # -- document-aware retrieval ------------------------------------------------------------------------------------
 
 
-class DocumentRetrievalSettings(BaseModel):
-    """:class:`~llama_index_sac.DocumentAwareRetriever`'s options and its :class:`~llama_index_sac.DocumentIndex`'s
-    (defaults from the retriever's module)."""
+class DocumentRetrievalSettings(DocumentPriorOptions, RankingOptions):
+    """The options of document-aware retrieval in one flat model (``document_retrieval.<option>``): the fields of
+    :class:`~llama_index_sac.retrievers.options.DocumentPriorOptions` (the :class:`~llama_index_sac.DocumentIndex`)
+    and of :class:`~llama_index_sac.retrievers.options.RankingOptions` (the retriever over a vector index, so
+    ``focus_documents`` None is 2), declared there; split again by :meth:`prior_options` and :meth:`ranking_options`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=False)
 
-    prior_weight: float = Field(default=DEFAULT_PRIOR_WEIGHT, ge=0.0, allow_inf_nan=False,
-                                description="Weight of the BM25 summary prior added to the dense score.")
-    focus_documents: int = Field(default=DEFAULT_FOCUS_DOCUMENTS, ge=0,
-                                 description="Top-prior documents that also get a dense query filtered to them.")
-    candidate_top_k: int = Field(default=DEFAULT_CANDIDATE_TOP_K, ge=1, description="Dense candidates fetched.")
-    name_weight: float = Field(default=DEFAULT_NAME_WEIGHT, ge=0.0, le=1.0, allow_inf_nan=False,
-                               description="Share of the distinctive-names match in the document prior.")
-    max_name_frequency: float = Field(default=DEFAULT_MAX_DOCUMENT_FREQUENCY, gt=0.0, le=1.0, allow_inf_nan=False,
-                                      description="A name is distinctive below this share of the reference "
-                                                  "table's documents.")
-    name_pairs: bool = Field(default=DEFAULT_NAME_PAIRS,
-                             description="Also two adjacent capitalised words that are rare together as a name.")
-    prior_margin: float = Field(default=DEFAULT_PRIOR_MARGIN, ge=0.0, allow_inf_nan=False,
-                                description="A prior part counts only when its best document's score is at least "
-                                            "1 + this times the runner-up's.")
-    require_name_match: bool = Field(default=DEFAULT_REQUIRE_NAME_MATCH,
-                                     description="The prior is 0 unless a query name is some document's name.")
-    locator_only: bool = Field(default=DEFAULT_LOCATOR_ONLY,
-                               description="The prior reads only the query's locator clause ('Consider Acme's NDA;') "
-                                           "when it has one.")
-    word_parts: bool = Field(default=DEFAULT_WORD_PARTS,
-                             description="A hyphenated word also gives its distinctive parts in the summary match.")
-    lexical_weight: float = Field(default=DEFAULT_LEXICAL_WEIGHT, ge=0.0, allow_inf_nan=False,
-                                  description="Weight of the question's BM25 over the candidate chunks.")
-    lexical_scope: LexicalScope = Field(
-        default=DEFAULT_LEXICAL_SCOPE, description="The candidates the question's BM25 ranks: those of the located "
-        "documents (all when none is located), or every candidate.")
-    question_weight: float = Field(default=DEFAULT_QUESTION_WEIGHT, ge=0.0, le=1.0, allow_inf_nan=False,
-                                   description="Share of the question's own dense score (the query without its "
-                                               "locator clause) in the order of a located document's chunks.")
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """The results of 0.2 record ``max_document_frequency`` as ``max_name_frequency``."""
+        if isinstance(data, dict) and "max_name_frequency" in data and "max_document_frequency" not in data:
+            data = {("max_document_frequency" if key == "max_name_frequency" else key): value
+                    for key, value in data.items()}
+        return data
+
+    @model_validator(mode="after")
+    def _over_a_vector_index(self) -> DocumentRetrievalSettings:
+        """The settings build a retriever over a vector index: ``focus_documents`` None is its default there."""
+        if self.focus_documents is None:
+            self.focus_documents = DEFAULT_FOCUS_DOCUMENTS
+        return self
+
+    def prior_options(self) -> DocumentPriorOptions:
+        """The options of the :class:`~llama_index_sac.DocumentIndex`."""
+        return DocumentPriorOptions(**self.model_dump(include=set(DocumentPriorOptions.model_fields)))
+
+    def ranking_options(self) -> RankingOptions:
+        """The options of :class:`~llama_index_sac.DocumentAwareRetriever`."""
+        return RankingOptions(**self.model_dump(include=set(RankingOptions.model_fields)))
 
 
 # -- embedding models --------------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ The document prior finds the contract a query names; the gold clause is then oft
 dense chunk. The words of the QUESTION ("... permit the Receiving Party to create a copy ...") say which clause, and
 a chunk that uses them is more likely the one asked about. :func:`lexical_scores` scores the candidate chunks the
 retriever already holds (no index of the store is needed) by BM25 of the question's words, each divided by the best
-candidate's score, so in [0, 1] and added with a small weight to the dense score
-(:class:`~llama_index_sac.retrievers.document_aware.DocumentAwareRetriever`'s ``lexical_weight``).
+candidate's score, so in [0, 1] and added with a small weight to the dense score (``lexical_weight`` of
+:class:`~llama_index_sac.retrievers.options.RankingOptions`).
 
 The question is the query without what locates the document (:func:`question_tokens`): a leading clause ended by a
 semicolon that starts with a locating word ("Consider the Non-Disclosure Agreement between CEII and NDA; ..."), and
@@ -29,26 +29,15 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Literal, get_args
 
 import numpy as np
 import Stemmer
 
 from llama_index_sac.retrievers.document_names import word_tokens
 
-__all__ = ["BM25_B", "BM25_K1", "DEFAULT_LEXICAL_SCOPE", "DEFAULT_LEXICAL_WEIGHT", "LEXICAL_SCOPES", "LOCATOR_WORDS",
-           "TEXT_CACHE_SIZE", "LexicalScope", "lexical_scores", "question_text", "question_tokens", "stems"]
+__all__ = ["BM25_B", "BM25_K1", "LOCATOR_WORDS", "TEXT_CACHE_SIZE", "lexical_scores", "question_text",
+           "question_tokens", "stems"]
 
-#: Weight of the lexical score in the fused score, in cosine units (0: off, the ranking of ``docs/results.md``
-#: section 6), chosen with the scope below leave-one-dataset-out (``bench/tune_chunk_ranking.py``, section 6i).
-DEFAULT_LEXICAL_WEIGHT = 0.1
-#: Which candidates the lexical score ranks: ``"located"``, the chunks of the documents the prior located (the
-#: top-prior documents, as many as the focus documents and at least one; every candidate when the prior located
-#: none), so that the question's words cannot lift another contract's chunk over the located one's; or
-#: ``"candidates"``, every candidate. Chosen like the weight (section 6i of ``docs/results.md``).
-LexicalScope = Literal["located", "candidates"]
-LEXICAL_SCOPES: tuple[LexicalScope, ...] = get_args(LexicalScope)
-DEFAULT_LEXICAL_SCOPE: LexicalScope = "located"
 #: Okapi BM25 term-frequency saturation and length normalisation (the usual values).
 BM25_K1 = 1.5
 BM25_B = 0.75

@@ -4,7 +4,7 @@ The document prior and the fused score decide WHICH DOCUMENT holds each place of
 query names, the full query is a poor judge of the clause, because its locator clause ("Consider the Non-Disclosure
 Agreement between CEII and NDA; ...") matches the document's summary, which every chunk of the document embeds
 alike. The question alone (the query without the locator clause, :func:`~.chunk_lexical.question_text`) says which
-clause, in the dense space as in words (the idea of the "query translator" of arXiv 2508.13107).
+clause, in the dense space as in words (the "query translator" of arXiv 2508.13107).
 
 So the places a located document won in the fused ranking are refilled, best first, by that document's chunks in
 the order of their clause score::
@@ -26,11 +26,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from llama_index.core.schema import NodeWithScore
 
-__all__ = ["DEFAULT_QUESTION_WEIGHT", "order_within_documents"]
-
-#: Share of the question's dense score in the clause score (0: the full query's alone, the fused order), chosen
-#: leave-one-dataset-out with the lexical weight (``bench/tune_chunk_ranking.py``, ``docs/results.md`` section 6j).
-DEFAULT_QUESTION_WEIGHT = 0.5
+__all__ = ["order_within_documents"]
 
 
 def _by_document(hits: Iterable[NodeWithScore], chosen: Collection[str]) -> dict[str, dict[str, NodeWithScore]]:
@@ -49,8 +45,8 @@ def _lowest(hits: Mapping[str, NodeWithScore]) -> float | None:
 
 def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[NodeWithScore],
                            question_hits: Iterable[NodeWithScore], documents: Collection[str],
-                           question_weight: float, lexical: Mapping[str, float] | None = None,
-                           lexical_weight: float = 0.0) -> list[NodeWithScore]:
+                           question_weight: float, lexical: Mapping[str, float],
+                           lexical_weight: float) -> list[NodeWithScore]:
     """``ranked`` (the fused answer, best first) with each place held by a chunk of one of ``documents`` refilled by
     that document's chunks in clause order (module docstring); places of other documents unchanged.
 
@@ -66,7 +62,7 @@ def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[Nod
     if not chosen or not any(hit.node.ref_doc_id in chosen for hit in ranked):
         return list(ranked)
     dense, question = _by_document(candidates, chosen), _by_document(question_hits, chosen)
-    extra = lexical or {}
+    extra = lexical
     queue: dict[str, list[NodeWithScore]] = {}
     for doc in chosen:
         found, asked = dense[doc], question[doc]

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -47,34 +46,14 @@ from llama_index_sac._util import require_extra
 from llama_index_sac.documents import reconstruct_text
 from llama_index_sac.evaluation.locations import stored_nodes
 from llama_index_sac.retrievers.chunk_lexical import question_text
-from llama_index_sac.retrievers.document_names import (
-    DEFAULT_MAX_DOCUMENT_FREQUENCY,
-    distinctive_names,
-    query_tokens,
-    with_word_parts,
-    word_tokens,
-)
+from llama_index_sac.retrievers.document_names import distinctive_names, query_tokens, with_word_parts, word_tokens
+from llama_index_sac.retrievers.options import DocumentPriorOptions, options_from
 from llama_index_sac.summarizers.terms import TermStatistics
 
-__all__ = ["DEFAULT_LOCATOR_ONLY", "DEFAULT_NAME_PAIRS", "DEFAULT_NAME_WEIGHT", "DEFAULT_PRIOR_MARGIN",
-           "DEFAULT_REQUIRE_NAME_MATCH", "DEFAULT_WORD_PARTS", "LOAD_MAX_BYTES", "MAX_NAME_OCCURRENCES",
-           "PERSIST_FNAME", "DocumentIndex"]
+__all__ = ["FORMAT", "LOAD_MAX_BYTES", "MAX_NAME_OCCURRENCES", "PERSIST_FNAME", "DocumentIndex"]
 
-_FORMAT = "llama-index-sac/document-index/v4"
-# v1: summaries only; v2: summaries, names, name_weight (read as they ranked: no pairs, every match counts);
-# v3: + name_pairs, prior_margin, require_name_match (v1 to v3 read as they ranked: whole query, no word parts)
-_FORMATS = ("llama-index-sac/document-index/v1", "llama-index-sac/document-index/v2",
-            "llama-index-sac/document-index/v3", _FORMAT)
-#: Defaults: ``name_weight`` chosen leave-one-dataset-out (``docs/results.md`` section 6b); the hub fix and the
-#: two-word names off: no leave-one-dataset-out fold chose them (section 6i).
-DEFAULT_NAME_WEIGHT = 0.5
-DEFAULT_PRIOR_MARGIN = 0.0
-DEFAULT_REQUIRE_NAME_MATCH = False
-DEFAULT_NAME_PAIRS = False
-#: Defaults: the prior reads the locator clause only, and hyphenated words give their distinctive parts; chosen
-#: leave-one-dataset-out (``docs/results.md`` section 6k).
-DEFAULT_LOCATOR_ONLY = True
-DEFAULT_WORD_PARTS = True
+#: The format :meth:`DocumentIndex.save` writes and :meth:`DocumentIndex.load` reads.
+FORMAT = "llama-index-sac/document-index/v4"
 #: The most name occurrences (the sum of every document's counts) a :class:`DocumentIndex` accepts: its name index
 #: holds one token per occurrence, so the counts are checked before anything is allocated.
 MAX_NAME_OCCURRENCES = 1 << 24
@@ -143,31 +122,20 @@ class DocumentIndex:
         summaries: document id -> summary text (the SAC ``document_summary``; empty texts are kept, they never match).
         names: document id -> {distinctive name: occurrences} (:func:`~llama_index_sac.retrievers.document_names.
             distinctive_names` of the document's text), or None.
-        name_weight: share of the names in the prior, in [0, 1].
-        name_pairs: the names hold two-word names (``distinctive_names(..., pairs=True)``): the query's adjacent
-            name tokens are looked up as pairs too.
-        prior_margin: a part (summary, names) counts only when its best document's raw score is at least
-            ``1 + prior_margin`` times the runner-up's; >= 0 (0: every match counts).
-        require_name_match: the prior is 0 for every document unless a query name token is some document's
-            distinctive name (needs ``names``).
-        locator_only: a query with a locator clause is matched by that clause only (module docstring).
-        word_parts: the summary match also reads the distinctive parts of hyphenated words (module docstring).
+        options: how the prior reads a query (:class:`~llama_index_sac.retrievers.options.DocumentPriorOptions`;
+            None: the defaults); saved with the index.
         statistics: the reference table of ``word_parts`` (default: the shipped ``legal-terms-v1``).
-        max_document_frequency: a part is distinctive below this share of the table's documents; in (0, 1].
+        **option_values: single options (``name_weight=0.5``...), set over ``options``.
 
     Raises:
-        TypeError: ``summaries``, ``names`` or ``statistics`` of the wrong type.
-        ValueError: no document, a ``names`` id without a summary, ``name_weight`` outside [0, 1], ``prior_margin``
-            negative or not finite, ``require_name_match`` or ``name_pairs`` without names,
-            ``max_document_frequency`` outside (0, 1].
+        TypeError: ``summaries``, ``names``, ``options`` or ``statistics`` of the wrong type.
+        ValueError: no document, a ``names`` id without a summary, a bad or unknown option (one line naming it),
+            ``require_name_match`` or ``name_pairs`` without names.
     """
 
     def __init__(self, summaries: Mapping[str, str], names: Mapping[str, Mapping[str, int]] | None = None, *,
-                 name_weight: float = DEFAULT_NAME_WEIGHT, name_pairs: bool = DEFAULT_NAME_PAIRS,
-                 prior_margin: float = DEFAULT_PRIOR_MARGIN,
-                 require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH, locator_only: bool = DEFAULT_LOCATOR_ONLY,
-                 word_parts: bool = DEFAULT_WORD_PARTS, statistics: TermStatistics | None = None,
-                 max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY) -> None:
+                 options: DocumentPriorOptions | None = None, statistics: TermStatistics | None = None,
+                 **option_values: Any) -> None:
         if not isinstance(summaries, Mapping):
             raise TypeError(f"summaries must be a mapping document id -> summary, got {type(summaries).__name__}")
         for doc_id, summary in summaries.items():
@@ -175,20 +143,12 @@ class DocumentIndex:
                 raise TypeError(f"summaries[{doc_id!r}] must map a str id to a str summary, got {summary!r:.60}")
         if not summaries:
             raise ValueError("DocumentIndex needs at least one document")
-        if isinstance(name_weight, bool) or not isinstance(name_weight, (int, float)) or not 0 <= name_weight <= 1:
-            raise ValueError(f"name_weight must be a number in [0, 1], got {name_weight!r}")
-        if (isinstance(prior_margin, bool) or not isinstance(prior_margin, (int, float))
-                or not (prior_margin >= 0 and math.isfinite(prior_margin))):
-            raise ValueError(f"prior_margin must be a finite number >= 0, got {prior_margin!r}")
-        for flag, value in (("name_pairs", name_pairs), ("require_name_match", require_name_match)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{flag} must be a bool, got {value!r}")
-            if value and names is None:
+        opts = options_from(DocumentPriorOptions, options, option_values)
+        for flag in ("name_pairs", "require_name_match"):
+            if getattr(opts, flag) and names is None:
                 raise ValueError(f"{flag}=True needs the documents' names (names=None)")
-        for flag, value in (("locator_only", locator_only), ("word_parts", word_parts)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{flag} must be a bool, got {value!r}")
-        with_word_parts([], statistics=statistics, max_document_frequency=max_document_frequency)  # checks both
+        if statistics is not None and not isinstance(statistics, TermStatistics):
+            raise TypeError(f"statistics must be a TermStatistics, got {type(statistics).__name__}")
         if names is not None:
             if not isinstance(names, Mapping):
                 raise TypeError(f"names must be a mapping document id -> {{name: count}}, got {type(names).__name__}")
@@ -208,35 +168,29 @@ class DocumentIndex:
         self.summaries: dict[str, str] = dict(summaries)
         self.names: dict[str, dict[str, int]] | None = (
             None if names is None else {d: dict(names.get(d, {})) for d in self.doc_ids})
-        self.name_weight = float(name_weight)
-        self.name_pairs = name_pairs
-        self.prior_margin = float(prior_margin)
-        self.require_name_match = require_name_match
-        self.locator_only = locator_only
-        self.word_parts = word_parts
+        #: How the prior reads a query (saved with the index).
+        self.options: DocumentPriorOptions = opts
         self._statistics = statistics  # None: the shipped table (not copied into a pickle)
-        self.max_document_frequency = float(max_document_frequency)
         self._summary_bm25 = _bm25([self._summary_tokens(self.summaries[d]) for d in self.doc_ids])
         self._names_bm25 = None if self.names is None else _bm25(
             [[name for name, count in sorted(self.names[d].items()) for _ in range(count)] for d in self.doc_ids])
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[BaseNode | NodeWithScore], summary_key: str = "document_summary", *,
-                   names: bool = True, name_weight: float = DEFAULT_NAME_WEIGHT,
-                   statistics: TermStatistics | None = None,
-                   max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY,
-                   name_pairs: bool = DEFAULT_NAME_PAIRS, prior_margin: float = DEFAULT_PRIOR_MARGIN,
-                   require_name_match: bool = DEFAULT_REQUIRE_NAME_MATCH, locator_only: bool = DEFAULT_LOCATOR_ONLY,
-                   word_parts: bool = DEFAULT_WORD_PARTS) -> DocumentIndex:
+                   names: bool = True, options: DocumentPriorOptions | None = None,
+                   statistics: TermStatistics | None = None, **option_values: Any) -> DocumentIndex:
         """The summaries carried by ``nodes`` (SAC chunks: per ``ref_doc_id``, the longest) and, with
         ``names``, the distinctive names of each document's text rebuilt from its chunks (offset order, overlaps
-        read once; ``statistics``, ``max_document_frequency`` and ``name_pairs`` as in
+        read once; ``statistics`` and the options' ``max_document_frequency`` and ``name_pairs`` as in
         :func:`~llama_index_sac.retrievers.document_names.distinctive_names`; the first two also judge the word
         parts). No model call. Without ``names``, ``name_pairs`` and ``require_name_match`` are off (there are no
-        names to pair or match).
+        names to pair or match). ``options`` and ``option_values`` as in the constructor.
 
         Raises:
             ValueError: no node carries ``summary_key``; the constructor's errors."""
+        opts = options_from(DocumentPriorOptions, options, option_values)
+        if not names:
+            opts = opts.model_copy(update={"name_pairs": False, "require_name_match": False})
         chunks = [item.node if isinstance(item, NodeWithScore) else item for item in nodes]
         summaries: dict[str, str] = {}
         for node in chunks:  # a document's longest summary: chunks may carry it trimmed to the embedding limit
@@ -250,20 +204,17 @@ class DocumentIndex:
         if names:
             texts = _document_texts(node for node in chunks if node.ref_doc_id in summaries)
             found = {doc_id: dict(distinctive_names(text, statistics=statistics,
-                                                    max_document_frequency=max_document_frequency,
-                                                    pairs=name_pairs))
+                                                    max_document_frequency=opts.max_document_frequency,
+                                                    pairs=opts.name_pairs))
                      for doc_id, text in texts.items()}
-        return cls(summaries, found, name_weight=name_weight, name_pairs=bool(names and name_pairs),
-                   prior_margin=prior_margin, require_name_match=bool(names and require_name_match),
-                   locator_only=locator_only, word_parts=word_parts, statistics=statistics,
-                   max_document_frequency=max_document_frequency)
+        return cls(summaries, found, options=opts, statistics=statistics)
 
     @classmethod
-    def from_source(cls, source: Any, summary_key: str = "document_summary", **options: Any) -> DocumentIndex:
+    def from_source(cls, source: Any, summary_key: str = "document_summary", **kwargs: Any) -> DocumentIndex:
         """:meth:`from_nodes` over the nodes stored in a vector store (Chroma/Qdrant read in pages, any store
         keeping nodes), a docstore or a ``VectorStoreIndex`` (see
-        :func:`~llama_index_sac.evaluation.locations.stored_nodes`)."""
-        return cls.from_nodes(stored_nodes(source), summary_key, **options)
+        :func:`~llama_index_sac.evaluation.locations.stored_nodes`); ``kwargs`` as :meth:`from_nodes`'s."""
+        return cls.from_nodes(stored_nodes(source), summary_key, **kwargs)
 
     # -- persistence -----------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -279,7 +230,7 @@ class DocumentIndex:
             OSError: the folder does not exist or cannot be written.
         """
         out = Path(path).expanduser()
-        data = json.dumps({"format": _FORMAT, **self.options(), "statistics": self.statistics.identity(),
+        data = json.dumps({"format": FORMAT, **self.options.model_dump(), "statistics": self.statistics.identity(),
                            "summaries": self.summaries, "names": self.names}, ensure_ascii=False)
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
         try:
@@ -293,8 +244,7 @@ class DocumentIndex:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, statistics: TermStatistics | None = None) -> DocumentIndex:
-        """Read a file written by :meth:`save`; an older file ranks as it did (v3: whole query, no word parts; v2,
-        no options but ``name_weight``: no pairs either, every match counts; a summaries-only v1 file too).
+        """Read a file written by :meth:`save` (format :data:`FORMAT`: the options beside the texts).
         ``statistics``: the reference table the index was saved with (default: the shipped one).
 
         Read by the bounded reader: a regular file of at most :data:`LOAD_MAX_BYTES` bytes, nested at most 64
@@ -302,8 +252,8 @@ class DocumentIndex:
 
         Raises:
             ValueError: the file is not a document index (not a regular file, too large, not UTF-8 JSON, too deep,
-                another format, bad fields, too many name occurrences), or it reads word parts with another
-                reference table than ``statistics``; the message names the file.
+                another format, bad or missing fields, too many name occurrences), or it reads word parts with
+                another reference table than ``statistics``; the message names the file.
             TypeError: ``statistics`` is not a ``TermStatistics``.
             OSError: the file cannot be read (``FileNotFoundError``, ...).
         """
@@ -311,26 +261,26 @@ class DocumentIndex:
             data = read_json(Path(path).expanduser(), expect=None, max_bytes=LOAD_MAX_BYTES)
         except PersistedFileError as exc:
             raise ValueError(f"{path}: not a document index file ({exc.problem})") from None
-        if not isinstance(data, dict) or data.get("format") not in _FORMATS:
-            raise ValueError(f"{path}: not a {_FORMAT} file")
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, dict) else None
+            raise ValueError(f"{path}: not a {FORMAT} file" + (f" (format {found!r:.80})" if found else ""))
         if statistics is not None and not isinstance(statistics, TermStatistics):
             raise TypeError(f"statistics must be a TermStatistics, got {type(statistics).__name__}")
         table = TermStatistics.default() if statistics is None else statistics
-        if data["format"] == _FORMAT:
-            saved = data.get("statistics")
-            if not isinstance(saved, dict):
-                raise ValueError(f"{path}: bad document index (statistics must be the identity of a term table, "
-                                 f"got {saved!r:.80})")
-            if data.get("word_parts") is True and saved != table.identity():
-                raise ValueError(f"{path}: saved with the term statistics {saved!r:.200}, not "
-                                 f"{table.identity()!r}: pass statistics= the table it was built with")
-        keys = ("name_pairs", "prior_margin", "require_name_match", "locator_only", "word_parts",
-                "max_document_frequency")
+        saved = data.get("statistics")
+        if not isinstance(saved, dict):
+            raise ValueError(f"{path}: bad document index (statistics must be the identity of a term table, "
+                             f"got {saved!r:.80})")
+        if data.get("word_parts") is True and saved != table.identity():
+            raise ValueError(f"{path}: saved with the term statistics {saved!r:.200}, not "
+                             f"{table.identity()!r}: pass statistics= the table it was built with")
+        missing = [key for key in DocumentPriorOptions.model_fields if key not in data]
+        if missing or "summaries" not in data:
+            raise ValueError(f"{path}: bad document index (missing {', '.join(missing or ['summaries'])})")
         try:
-            options = {"locator_only": False, "word_parts": False, **{key: data[key] for key in keys if key in data}}
-            return cls(data["summaries"], data.get("names"), name_weight=data.get("name_weight", 0.0),
-                       statistics=table, **options)
-        except (KeyError, TypeError, ValueError) as exc:
+            options = {key: data[key] for key in DocumentPriorOptions.model_fields}
+            return cls(data["summaries"], data.get("names"), statistics=table, **options)
+        except (TypeError, ValueError) as exc:
             raise ValueError(f"{path}: bad document index ({exc})") from exc
 
     def persist(self, persist_dir: str | os.PathLike[str] = "./storage", fname: str = PERSIST_FNAME) -> Path:
@@ -347,12 +297,6 @@ class DocumentIndex:
     def __len__(self) -> int:
         return len(self.doc_ids)
 
-    def options(self) -> dict[str, Any]:
-        """The options that shape the prior (what :meth:`save` writes beside the texts and the table's identity)."""
-        return {"name_weight": self.name_weight, "name_pairs": self.name_pairs, "prior_margin": self.prior_margin,
-                "require_name_match": self.require_name_match, "locator_only": self.locator_only,
-                "word_parts": self.word_parts, "max_document_frequency": self.max_document_frequency}
-
     def names_of(self, doc_id: str) -> frozenset[str]:
         """The distinctive names (pairs included) of one document; empty without names or for an unknown id."""
         return frozenset(self.names.get(doc_id, ())) if self.names is not None else frozenset()
@@ -366,7 +310,7 @@ class DocumentIndex:
         Raises:
             TypeError: ``query`` is not a str."""
         question = question_text(query)  # raises TypeError for a non-str query
-        if self.locator_only and len(question) < len(query):  # the locator clause alone ("Consider Acme's NDA; ")
+        if self.options.locator_only and len(question) < len(query):  # the locator clause alone
             prior = self._prior(query[: len(query) - len(question)])
             if prior.any():
                 return prior
@@ -376,14 +320,14 @@ class DocumentIndex:
         """The prior of ``query`` read whole."""
         n = len(self.doc_ids)
         names = None
-        if self._names_bm25 is not None and (self.name_weight > 0 or self.require_name_match):
-            names = _scores(self._names_bm25, query_tokens(query, pairs=self.name_pairs), n)
-            if self.require_name_match and not (names > 0).any():
+        if self._names_bm25 is not None and (self.options.name_weight > 0 or self.options.require_name_match):
+            names = _scores(self._names_bm25, query_tokens(query, pairs=self.options.name_pairs), n)
+            if self.options.require_name_match and not (names > 0).any():
                 return np.zeros(n, dtype=np.float64)
-        prior = _normalised(_scores(self._summary_bm25, self._summary_tokens(query), n), self.prior_margin)
-        if names is not None and self.name_weight > 0:
-            prior *= 1.0 - self.name_weight
-            prior += self.name_weight * _normalised(names, self.prior_margin)
+        prior = _normalised(_scores(self._summary_bm25, self._summary_tokens(query), n), self.options.prior_margin)
+        if names is not None and self.options.name_weight > 0:
+            prior *= 1.0 - self.options.name_weight
+            prior += self.options.name_weight * _normalised(names, self.options.prior_margin)
         return prior
 
     @property
@@ -394,8 +338,10 @@ class DocumentIndex:
     def _summary_tokens(self, text: str) -> list[str]:
         """The words of ``text`` for the summary match (:func:`word_tokens`, with ``word_parts`` their parts)."""
         words = word_tokens(text)
-        return with_word_parts(words, statistics=self.statistics, max_document_frequency=self.max_document_frequency
-                               ) if self.word_parts else words
+        if not self.options.word_parts:
+            return words
+        return with_word_parts(words, statistics=self.statistics,
+                               max_document_frequency=self.options.max_document_frequency)
 
     def prior_of(self, query: str) -> dict[str, float]:
         """:meth:`prior` as ``{doc_id: prior}`` for the documents with a positive prior."""

@@ -36,15 +36,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from llama_index_sac.constants import DEFAULT_MAX_DOCUMENT_FREQUENCY
 from llama_index_sac.summarizers.terms import TermStatistics, stop_words
 
-__all__ = ["DEFAULT_MAX_DOCUMENT_FREQUENCY", "PAIR_SEPARATOR", "distinctive_names", "name_pairs", "name_tokens",
+__all__ = ["PAIR_SEPARATOR", "distinctive_names", "name_pairs", "name_tokens",
            "pair_token", "query_tokens", "with_word_parts", "word_tokens"]
 
-#: A name is distinctive when fewer than this share of the reference table's documents contain it (2%: at most 14
-#: of the 712 documents of ``legal-terms-v1``). Set in a document-identification exploration, before the retrieval
-#: runs (``docs/results.md`` section 6 says how; it is not a held-out choice).
-DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
 # maximal runs of word characters and hyphens (each character is read once: no look-ahead that a long run of
 # "1-1-1-..." would make quadratic); the ``TOKEN_PATTERN`` rules are applied to each run in ``_words``
 _RUN_RE = re.compile(r"(?<![\w\-])\w[\w\-]*")

@@ -15,18 +15,14 @@ from llama_index.core.schema import BaseNode, NodeWithScore
 
 from llama_index_sac import DocumentAwarePostprocessor, DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.retrievers.chunk_lexical import lexical_scores, question_text, question_tokens
-from llama_index_sac.retrievers.document_aware import DocumentIndex as ReExported
 from llama_index_sac.retrievers.document_index import _normalised
 from llama_index_sac.retrievers.document_names import distinctive_names, name_pairs, query_tokens
+from llama_index_sac.retrievers.options import DocumentPriorOptions, RankingOptions
 from llama_index_sac.summarizers.terms import TermStatistics
 from tests.retrievers.test_document_retrieval import build, corpus
 from tests.retrievers.test_document_retrieval_api import QUESTION, Fixed, hits
 
 pytest.importorskip("bm25s")
-
-
-def test_the_document_index_keeps_its_import_path() -> None:
-    assert ReExported is DocumentIndex
 
 
 # -- the question -------------------------------------------------------------------------------------------------
@@ -99,16 +95,20 @@ def test_a_generic_query_no_longer_makes_the_shortest_summary_a_hub() -> None:
 
 
 def test_bad_hub_fix_settings_are_named() -> None:
-    with pytest.raises(ValueError, match="prior_margin must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="^prior_margin: Input should be greater than or equal to 0, got -0.1$"):
         DocumentIndex(HUB, HUB_NAMES, prior_margin=-0.1)
-    with pytest.raises(ValueError, match="prior_margin"):
+    with pytest.raises(ValueError, match="^prior_margin: Input should be a finite number, got inf$"):
         DocumentIndex(HUB, HUB_NAMES, prior_margin=math.inf)
     with pytest.raises(ValueError, match="require_name_match=True needs the documents' names"):
         DocumentIndex(HUB, require_name_match=True)
-    with pytest.raises(TypeError, match="name_pairs must be a bool"):
-        DocumentIndex(HUB, HUB_NAMES, name_pairs=1)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="lexical_weight must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="^name_pairs: Input should be a valid boolean, got 1$"):
+        DocumentIndex(HUB, HUB_NAMES, name_pairs=1)
+    with pytest.raises(ValueError, match="^lexical_weight: Input should be greater than or equal to 0, got -1$"):
         DocumentAwareRetriever(build(corpus()), DocumentIndex(HUB, HUB_NAMES), lexical_weight=-1)
+    with pytest.raises(ValueError, match="^unknown option 'prior_weight' \\(the options: name_weight, "):
+        DocumentIndex(HUB, HUB_NAMES, prior_weight=0.5)  # a ranking option, not the prior's
+    with pytest.raises(TypeError, match="^options must be a DocumentPriorOptions, got RankingOptions$"):
+        DocumentIndex(HUB, HUB_NAMES, options=RankingOptions())  # type: ignore[arg-type]
 
 
 # -- two-word names -----------------------------------------------------------------------------------------------
@@ -143,27 +143,32 @@ def test_a_two_word_name_finds_its_document() -> None:
 # -- persistence --------------------------------------------------------------------------------------------------
 
 
-def test_the_options_are_persisted_and_older_files_rank_as_they_did(tmp_path: Path) -> None:
+def test_the_options_are_persisted_and_a_file_of_another_format_is_one_clear_error(tmp_path: Path) -> None:
     index = DocumentIndex(HUB, HUB_NAMES, name_weight=0.25, name_pairs=True, prior_margin=0.5,
                           require_name_match=True, locator_only=False, max_document_frequency=0.5)
     saved = json.loads(index.save(tmp_path / "v4.json").read_text())
     assert saved["format"] == "llama-index-sac/document-index/v4"
     assert saved["statistics"] == TermStatistics.default().identity()
     loaded = DocumentIndex.load(tmp_path / "v4.json")
-    assert loaded.options() == index.options() == {
-        "name_weight": 0.25, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
-        "locator_only": False, "word_parts": True, "max_document_frequency": 0.5}
+    assert loaded.options == index.options == DocumentPriorOptions(
+        name_weight=0.25, name_pairs=True, prior_margin=0.5, require_name_match=True, locator_only=False,
+        word_parts=True, max_document_frequency=0.5)
     assert loaded.names == index.names and loaded.summaries == index.summaries
-    whole = {"name_weight": 0.5, "name_pairs": False, "prior_margin": 0.0, "require_name_match": False,
-             "locator_only": False, "word_parts": False, "max_document_frequency": 0.02}
-    for version, extra in (("v2", {}), ("v3", {"name_pairs": False, "prior_margin": 0.0, "require_name_match": False})):
-        old = {"format": f"llama-index-sac/document-index/{version}", "summaries": HUB, "names": HUB_NAMES,
-               "name_weight": 0.5, **extra}
+    for version in ("v1", "v2", "v3", "v5"):
+        old = {**saved, "format": f"llama-index-sac/document-index/{version}"}
         (tmp_path / f"{version}.json").write_text(json.dumps(old))
-        assert DocumentIndex.load(tmp_path / f"{version}.json").options() == whole
-    generic = "Does the Non-Disclosure Agreement permit copies?"
-    assert (DocumentIndex.load(tmp_path / "v2.json").prior(generic).tolist()
-            == DocumentIndex(HUB, HUB_NAMES).prior(generic).tolist())
+        with pytest.raises(ValueError, match=f"{version}.json: not a llama-index-sac/document-index/v4 file "
+                                             f"\\(format 'llama-index-sac/document-index/{version}'\\)$"):
+            DocumentIndex.load(tmp_path / f"{version}.json")
+    del saved["prior_margin"]
+    (tmp_path / "short.json").write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="short.json: bad document index \\(missing prior_margin\\)"):
+        DocumentIndex.load(tmp_path / "short.json")
+    saved["prior_margin"] = "0.5"
+    (tmp_path / "string.json").write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="string.json: bad document index \\(prior_margin: Input should be a valid "
+                                         "number, got '0.5'\\)"):
+        DocumentIndex.load(tmp_path / "string.json")
 
 
 # -- the retriever ------------------------------------------------------------------------------------------------
@@ -189,10 +194,10 @@ def test_the_lexical_score_ranks_only_the_located_documents_chunks_by_default() 
     # the boilerplate clause is in every contract: Kestrel's copy (dense 0.495) would take the top over Osprey's
     # (0.49) once both get the question's full lexical score; scoped to the located Osprey, only Osprey's gets it
     found = hits(("nda-osprey.txt#1", 0.50), ("nda-kestrel.txt#0", 0.495), ("nda-osprey.txt#0", 0.49))
-    from llama_index_sac.retrievers.fusion import lexical_bonus
+    from llama_index_sac.retrievers.ranking import lexical_units
 
-    assert lexical_bonus(found, QUESTION, 0.05) == pytest.approx({"nda-kestrel.txt#0": 0.05, "nda-osprey.txt#0": 0.05})
-    assert lexical_bonus(found, QUESTION, 0.05, scope=["nda-osprey.txt"]) == {"nda-osprey.txt#0": 0.05}
+    assert lexical_units(found, QUESTION) == pytest.approx({"nda-kestrel.txt#0": 1.0, "nda-osprey.txt#0": 1.0})
+    assert lexical_units(found, QUESTION, scope=["nda-osprey.txt"]) == {"nda-osprey.txt#0": 1.0}
     documents = DocumentIndex.from_nodes(corpus())
     assert documents.prior_of(QUESTION)["nda-osprey.txt"] == 1.0
 
@@ -203,8 +208,8 @@ def test_the_lexical_score_ranks_only_the_located_documents_chunks_by_default() 
 
     assert ranked("candidates")[0] == "nda-kestrel.txt#0"
     assert ranked("located") == ["nda-osprey.txt#0", "nda-osprey.txt#1", "nda-kestrel.txt#0"]
-    assert DocumentAwareRetriever(Fixed(found), documents).lexical_scope == "located"
-    with pytest.raises(ValueError, match="lexical_scope must be one of located, candidates"):
+    assert DocumentAwareRetriever(Fixed(found), documents).options.lexical_scope == "located"
+    with pytest.raises(ValueError, match="^lexical_scope: Input should be 'located' or 'candidates', got 'document'$"):
         DocumentAwareRetriever(Fixed(found), documents, lexical_scope="document")
     post = DocumentAwarePostprocessor(documents, prior_weight=0.001, lexical_weight=0.05)
     assert [h.node.node_id for h in post.postprocess_nodes(
@@ -234,15 +239,15 @@ def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
                           "document_retrieval.locator_only=false,document_retrieval.word_parts=false")
     nodes: list[BaseNode] = list(corpus())
     retriever = build_retriever(config, nodes, FakeEmbedding(), 4)
-    assert isinstance(retriever, DocumentAwareRetriever) and retriever.lexical_weight == 0.05
-    assert retriever.document_index.options() == {
+    assert isinstance(retriever, DocumentAwareRetriever) and retriever.options.lexical_weight == 0.05
+    assert retriever.document_index.options.model_dump() == {
         "name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
         "locator_only": False, "word_parts": False, "max_document_frequency": 0.02}
-    assert build_retriever(parse_config("default"), nodes, FakeEmbedding(), 4).document_index.options()[  # type: ignore[attr-defined]
+    assert build_retriever(parse_config("default"), nodes, FakeEmbedding(), 4).document_index.options.model_dump()[  # type: ignore[attr-defined]
         "locator_only"] is True
-    assert retriever.lexical_scope == "located"
+    assert retriever.options.lexical_scope == "located"
     scoped = parse_config("default:document_retrieval.lexical_scope=candidates")
-    assert build_retriever(scoped, nodes, FakeEmbedding(), 4).lexical_scope == "candidates"  # type: ignore[attr-defined]
+    assert build_retriever(scoped, nodes, FakeEmbedding(), 4).options.lexical_scope == "candidates"  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="lexical_weight"):
         parse_config("default:document_retrieval.lexical_weight=-1")
     with pytest.raises(ValueError, match="lexical_scope"):

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
 from llama_index_sac import DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.constants import DEFAULT_QUESTION_WEIGHT
 from llama_index_sac.retrievers.chunk_lexical import lexical_scores, stems
-from llama_index_sac.retrievers.clause_order import DEFAULT_QUESTION_WEIGHT, order_within_documents
+from llama_index_sac.retrievers.clause_order import order_within_documents
 from tests.retrievers.test_document_retrieval import build, corpus
 from tests.retrievers.test_document_retrieval_api import QUESTION
 
@@ -58,20 +59,20 @@ def test_a_located_documents_places_are_refilled_in_clause_order_hand_worked() -
     # a's floors: query 0.5 (a#3 was not returned), question 0.7 (a#1 was not returned)
     # clause = 0.5 * full + 0.5 * question: a#1 0.5*0.6 + 0.5*0.7 = 0.65; a#2 0.5*0.5 + 0.5*0.7 = 0.6;
     # a#3 0.5*0.5 + 0.5*0.9 = 0.7
-    got = order_within_documents(ranked, candidates, asked, ["a"], 0.5)
+    got = order_within_documents(ranked, candidates, asked, ["a"], 0.5, {}, 0.0)
     assert ids(got) == [("a#3", 0.9), ("b#1", 0.85), ("a#1", 0.8)]  # each place keeps its score and document
     # the lexical score: a#2 + 0.2 * 1.0 = 0.8 comes first
     got = order_within_documents(ranked, candidates, asked, ["a"], 0.5, {"a#2": 1.0}, 0.2)
     assert ids(got) == [("a#2", 0.9), ("b#1", 0.85), ("a#3", 0.8)]
     # question_weight 0: the full query's order (a#3 at its floor 0.5 ties a#2; ties by id)
-    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 0.0)) == [("a#1", 0.9), ("b#1", 0.85),
+    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 0.0, {}, 0.0)) == [("a#1", 0.9), ("b#1", 0.85),
                                                                                   ("a#2", 0.8)]
     # question_weight 1: the question's order (a#1 at the question's floor 0.7 ties a#2; ties by id)
-    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 1.0)) == [("a#3", 0.9), ("b#1", 0.85),
+    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 1.0, {}, 0.0)) == [("a#3", 0.9), ("b#1", 0.85),
                                                                                   ("a#1", 0.8)]
     # no located document in the answer, or none given: unchanged
-    assert ids(order_within_documents(ranked, candidates, asked, ["c"], 0.5)) == ids(ranked)
-    assert ids(order_within_documents(ranked, candidates, asked, [], 0.5)) == ids(ranked)
+    assert ids(order_within_documents(ranked, candidates, asked, ["c"], 0.5, {}, 0.0)) == ids(ranked)
+    assert ids(order_within_documents(ranked, candidates, asked, [], 0.5, {}, 0.0)) == ids(ranked)
 
 
 @settings(max_examples=80, deadline=None)
@@ -80,10 +81,11 @@ def test_a_located_documents_places_are_refilled_in_clause_order_hand_worked() -
        st.floats(0, 1), st.integers(1, 6))
 def test_every_place_keeps_its_document_and_score(found: list[Any], asked: list[Any], weight: float, k: int) -> None:
     candidates = [scored(d, i, s) for d, i, s in found]
-    from llama_index_sac.retrievers.fusion import fuse
+    from llama_index_sac.retrievers.ranking import fuse
 
     ranked = fuse(candidates, {}, 0.0, k)
-    got = order_within_documents(ranked, candidates, [scored(d, i, s) for d, i, s in asked], ["a", "b"], weight)
+    got = order_within_documents(ranked, candidates, [scored(d, i, s) for d, i, s in asked], ["a", "b"], weight,
+                                 {}, 0.0)
     assert [h.node.ref_doc_id for h in got] == [h.node.ref_doc_id for h in ranked]
     assert [h.score for h in got] == [h.score for h in ranked]
     assert len({h.node.node_id for h in got}) == len(got)  # a chunk once
@@ -116,7 +118,7 @@ class Counting(DocumentAwareRetriever):
 def test_the_question_is_searched_in_the_located_document_and_places_keep_their_documents() -> None:
     index, documents = build(corpus()), DocumentIndex.from_nodes(corpus())
     aware = Counting(index, documents, similarity_top_k=4, focus_documents=1)
-    assert aware.question_weight == DEFAULT_QUESTION_WEIGHT
+    assert aware.options.question_weight == DEFAULT_QUESTION_WEIGHT
     got = aware.retrieve(QUESTION)
     question = " how long is information kept secret?"
     assert (question, ("nda-osprey.txt",)) in aware.calls  # the question alone, in the located document
@@ -143,7 +145,7 @@ def test_aretrieve_equals_retrieve_with_the_question() -> None:
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), True, "0.5"])
 def test_a_question_weight_outside_0_1_is_named(bad: Any) -> None:
-    with pytest.raises(ValueError, match="question_weight must be a number in \\[0, 1\\]"):
+    with pytest.raises(ValueError, match="^question_weight: Input should be "):
         DocumentAwareRetriever(build(corpus()), DocumentIndex.from_nodes(corpus()), question_weight=bad)
 
 
@@ -154,7 +156,7 @@ def test_the_benchmark_setting_reaches_the_retriever_and_the_published_presets_k
 
     nodes: list[BaseNode] = list(corpus())
     built = build_retriever(parse_config("default:document_retrieval.question_weight=0.25"), nodes, FakeEmbedding(), 4)
-    assert isinstance(built, DocumentAwareRetriever) and built.question_weight == 0.25
+    assert isinstance(built, DocumentAwareRetriever) and built.options.question_weight == 0.25
     assert parse_config("default").document_retrieval.question_weight == DEFAULT_QUESTION_WEIGHT
     assert parse_config("sac-doc").document_retrieval.question_weight == 0.0
     with pytest.raises(ValueError, match="question_weight"):

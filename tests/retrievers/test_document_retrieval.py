@@ -13,8 +13,9 @@ from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from llama_index_sac import NumpyVectorStore
-from llama_index_sac.retrievers.chunk_lexical import DEFAULT_LEXICAL_WEIGHT
-from llama_index_sac.retrievers.document_aware import DEFAULT_NAME_WEIGHT, DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.constants import DEFAULT_LEXICAL_WEIGHT, DEFAULT_NAME_WEIGHT
+from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
+from llama_index_sac.retrievers.document_index import DocumentIndex
 from tests.conftest import FakeEmbedding, RecordingEmbedding
 
 pytest.importorskip("bm25s")
@@ -267,11 +268,10 @@ def test_names_find_the_document_its_summary_does_not_name(tmp_path: Path) -> No
     assert index.prior(query).tolist() == [0.5, 1.0, 0.5]  # (1 - 0.5) * 1 (summaries) + 0.5 * (names: b only)
     assert DocumentIndex.from_nodes(nodes, name_weight=1.0).prior_of(query) == {"b.txt": 1.0}
     loaded = DocumentIndex.load(index.save(tmp_path / "docs.json"))
-    assert (loaded.names, loaded.name_weight) == (index.names, 0.5)
+    assert (loaded.names, loaded.options.name_weight) == (index.names, 0.5)
     assert loaded.prior(query).tolist() == index.prior(query).tolist()
-    # a summaries-only file of the first format still loads
-    (tmp_path / "v1.json").write_text('{"format": "llama-index-sac/document-index/v1", "summaries": {"a": "NDA"}}')
-    assert DocumentIndex.load(tmp_path / "v1.json").names is None
+    # a summaries-only index (names=None) is saved and loaded as one
+    assert DocumentIndex.load(summaries_only.save(tmp_path / "plain.json")).names is None
     with pytest.raises(ValueError, match="name_weight"):
         DocumentIndex({"a": "x"}, name_weight=1.5)
     with pytest.raises(ValueError, match="without a summary"):

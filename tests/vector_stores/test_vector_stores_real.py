@@ -455,7 +455,7 @@ def test_the_clause_order_searches_the_question_in_the_real_stores(kind: str, tm
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    import llama_index_sac.retrievers.document_aware as document_aware
+    import llama_index_sac.retrievers.ranking as ranking
     from llama_index_sac import DocumentAwareRetriever, DocumentIndex
 
     opened = open_store(kind, tmp_path / "store")
@@ -466,14 +466,14 @@ def test_the_clause_order_searches_the_question_in_the_real_stores(kind: str, tm
     query = f"Consider {named}; how long is information kept secret?"
     asked: list[str] = []
     places: list[tuple[list[Any], list[Any]]] = []
-    order = document_aware.order_within_documents
+    order = ranking.order_within_documents
 
     def watched(ranked: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
         out = order(ranked, *args, **kwargs)
         places.append(([(h.node.ref_doc_id, h.score) for h in ranked], [(h.node.ref_doc_id, h.score) for h in out]))
         return out
 
-    monkeypatch.setattr(document_aware, "order_within_documents", watched)
+    monkeypatch.setattr(ranking, "order_within_documents", watched)
 
     class Watching(DocumentAwareRetriever):
         def _question(self, bundle: Any, prior: Any) -> Any:

@@ -214,20 +214,11 @@ def build_retriever(config: RunConfig, nodes: list[BaseNode], embed_model: BaseE
     if config.retrieval == "document-aware":
         settings = config.document_retrieval
         try:
-            documents = DocumentIndex.from_nodes(
-                nodes, names=settings.name_weight > 0 or settings.require_name_match,
-                name_weight=settings.name_weight, max_document_frequency=settings.max_name_frequency,
-                name_pairs=settings.name_pairs, prior_margin=settings.prior_margin,
-                require_name_match=settings.require_name_match, locator_only=settings.locator_only,
-                word_parts=settings.word_parts)
+            documents = DocumentIndex.from_nodes(nodes, names=settings.name_weight > 0 or settings.require_name_match,
+                                                 options=settings.prior_options())
         except ImportError as exc:  # bm25s: the bm25 extra
             raise EvaluationSetupError(str(exc)) from None
-        return DocumentAwareRetriever(
-            index, documents, similarity_top_k=top_k, prior_weight=settings.prior_weight,
-            focus_documents=settings.focus_documents, candidate_top_k=settings.candidate_top_k,
-            lexical_weight=settings.lexical_weight, lexical_scope=settings.lexical_scope,
-            question_weight=settings.question_weight,
-        )
+        return DocumentAwareRetriever(index, documents, similarity_top_k=top_k, options=settings.ranking_options())
     try:
         bm25_module = require_extra("llama_index.retrievers.bm25", "bm25", "retrieval=hybrid")
     except ImportError as exc:

@@ -305,24 +305,15 @@ def parse_results(data: Any) -> RunResults:
 
 
 def _untrimmed(entry: Any) -> Any:
-    """``entry`` as it ran when its configuration predates an option: ``augmentation.on_embed_overflow="warn"``
-    (no trimming) and, for a document-aware run, ``document_retrieval.lexical_weight=0`` (no lexical score),
-    ``question_weight=0`` (the fused order), ``locator_only=False`` (the prior read the whole query) and
-    ``word_parts=False`` where it records no such key."""
+    """``entry`` as it ran when its configuration predates ``augmentation.on_embed_overflow`` (the published runs of
+    ``docs/results`` that record no such key): ``"warn"``, no trimming."""
     config = entry.get("config") if isinstance(entry, Mapping) else None
     if not isinstance(config, Mapping):
         return entry
     assert isinstance(entry, Mapping)
-    for section, key, value in (("augmentation", "on_embed_overflow", "warn"),
-                                ("document_retrieval", "lexical_weight", 0.0),
-                                ("document_retrieval", "question_weight", 0.0),
-                                ("document_retrieval", "locator_only", False),
-                                ("document_retrieval", "word_parts", False)):
-        part = config.get(section)
-        if section == "document_retrieval" and config.get("retrieval") != "document-aware":
-            continue  # not used by the run
-        if isinstance(part, Mapping) and key not in part:
-            config = {**config, section: {**part, key: value}}
+    part = config.get("augmentation")
+    if isinstance(part, Mapping) and "on_embed_overflow" not in part:
+        config = {**config, "augmentation": {**part, "on_embed_overflow": "warn"}}
     return {**entry, "config": config}
 
 

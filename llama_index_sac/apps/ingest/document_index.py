@@ -4,8 +4,9 @@
 ``ingest`` writes ``documents.<state>.json`` (:meth:`DocumentIndex.save`) into the record folder at the end of a run
 that wrote, removed or repaired anything (or when the file for the current state is missing), reading the collection
 once under its lock. ``<state>`` is 16 hex digits of the sha256 of the record's ``docstore.json`` and ``rows.json``
-(both rewritten by every ``ingest`` and ``rm`` that changes the collection) and of the index's recipe (the
-:class:`~llama_index_sac.DocumentIndex` defaults and the package version). ``query`` loads the file of the current
+(both rewritten by every ``ingest`` and ``rm`` that changes the collection) and of the index's recipe (the dump of
+the default :class:`~llama_index_sac.retrievers.options.DocumentPriorOptions`, every option of the prior, the file
+format and the package version). ``query`` loads the file of the current
 state; when there is none (an ``rm`` since, a record from before this file, a non-SAC collection) it reads the
 collection as before, so a stale index is never used.
 """
@@ -18,13 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_sac.apps.ingest.files import IngestRecord
-from llama_index_sac.retrievers.document_index import (
-    DEFAULT_LOCATOR_ONLY,
-    DEFAULT_NAME_WEIGHT,
-    DEFAULT_WORD_PARTS,
-    DocumentIndex,
-)
-from llama_index_sac.retrievers.document_names import DEFAULT_MAX_DOCUMENT_FREQUENCY
+from llama_index_sac.retrievers.document_index import FORMAT, DocumentIndex
+from llama_index_sac.retrievers.options import DocumentPriorOptions
 
 __all__ = ["document_index_path", "load_document_index", "record_state", "save_document_index"]
 
@@ -34,9 +30,8 @@ _PREFIX = "documents."
 def _recipe() -> bytes:
     from llama_index_sac import __version__
 
-    return json.dumps({"name_weight": DEFAULT_NAME_WEIGHT, "max_document_frequency": DEFAULT_MAX_DOCUMENT_FREQUENCY,
-                       "locator_only": DEFAULT_LOCATOR_ONLY, "word_parts": DEFAULT_WORD_PARTS,
-                       "version": __version__}, sort_keys=True).encode()
+    return json.dumps({"options": DocumentPriorOptions().model_dump(), "format": FORMAT, "version": __version__},
+                      sort_keys=True).encode()
 
 
 def record_state(record: IngestRecord) -> str:

@@ -17,7 +17,7 @@ import llama_index_sac.apps.ingest.document_index as document_index
 from llama_index_sac.apps.ingest.files import IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.manage import remove
 from llama_index_sac.apps.ingest.run import IngestSettings, ingest, query
-from llama_index_sac.retrievers.document_aware import DocumentIndex
+from llama_index_sac.retrievers.document_index import DocumentIndex
 from tests.apps.ingest.test_ingest_cli import write_contracts
 from tests.conftest import REPO, FakeEmbedding, offline_installed
 
@@ -80,6 +80,26 @@ def test_a_saved_index_of_another_state_is_not_used(tmp_path: Path, monkeypatch:
     assert len(after) == 1 and after != before  # the new state's file; the old one removed
     record = IngestRecord(StoreSpec.parse(store), "llama-sac")
     assert after[0] == document_index.document_index_path(record).name
+
+
+def test_the_state_changes_with_every_option_of_the_prior(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the saved index is found by the state, whose recipe is the dump of the prior's options: a new default of any of
+    # them (prior_margin, require_name_match and name_pairs included) makes a saved index stale
+    from llama_index.core.bridge.pydantic import create_model
+
+    from llama_index_sac.retrievers.options import DocumentPriorOptions
+
+    record = IngestRecord(StoreSpec.parse(f"chroma:{tmp_path / 'store'}"), "llama-sac")
+    before = document_index.record_state(record)
+    changed = {"name_weight": 0.25, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
+               "locator_only": False, "word_parts": False, "max_document_frequency": 0.05}
+    assert changed.keys() == DocumentPriorOptions.model_fields.keys()
+    for name, value in changed.items():
+        other = create_model("Other", __base__=DocumentPriorOptions, **{name: (type(value), value)})  # type: ignore[call-overload]
+        monkeypatch.setattr(document_index, "DocumentPriorOptions", other)
+        assert document_index.record_state(record) != before, name
+    monkeypatch.setattr(document_index, "DocumentPriorOptions", DocumentPriorOptions)
+    assert document_index.record_state(record) == before
 
 
 #: Modules the query path must not import (the ONNX backend needs none of them).

@@ -1,0 +1,96 @@
+"""The one ranking (``retrievers/ranking.py``) and its options (``retrievers/options.py``): the retriever and the
+postprocessor give the same order for the same candidates; the documents located follow one rule; every option is
+declared once and reaches the settings and the command line without being declared again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from llama_index_sac import DocumentAwarePostprocessor, DocumentAwareRetriever, DocumentIndex
+from llama_index_sac.retrievers.options import DocumentPriorOptions, RankingOptions
+from llama_index_sac.retrievers.ranking import located_documents, rank
+from llama_index_sac.settings import DocumentRetrievalSettings
+from tests.retrievers.test_document_retrieval import build, corpus
+from tests.retrievers.test_document_retrieval_api import QUESTION, Fixed
+
+pytest.importorskip("bm25s")
+
+DOCUMENTS = DocumentIndex.from_nodes(corpus())
+NODES = corpus()
+QUERIES = [QUESTION, "how long is information kept secret?", "Notices to Acme go where?",
+           "In the Kestrel NDA, who keeps copies of Confidential Information?"]
+
+
+def _ids(found: list[NodeWithScore]) -> list[tuple[str, float | None]]:
+    return [(hit.node.node_id, hit.score) for hit in found]
+
+
+@settings(max_examples=60, deadline=None)
+@given(scores=st.lists(st.floats(0.0, 1.0), min_size=len(NODES), max_size=len(NODES)),
+       order=st.permutations(range(len(NODES))), query=st.sampled_from(QUERIES),
+       prior_weight=st.sampled_from([0.0, 0.05, 0.3, 1.0]), lexical_weight=st.sampled_from([0.0, 0.1, 0.5]),
+       scope=st.sampled_from(["located", "candidates"]), top_n=st.integers(1, len(NODES)))
+def test_the_retriever_and_the_postprocessor_give_the_same_order_for_the_same_candidates(
+        scores: list[float], order: list[int], query: str, prior_weight: float, lexical_weight: float, scope: Any,
+        top_n: int) -> None:
+    found = [NodeWithScore(node=NODES[i], score=scores[i]) for i in order]
+    options = RankingOptions(prior_weight=prior_weight, lexical_weight=lexical_weight, lexical_scope=scope)
+    retriever = DocumentAwareRetriever(Fixed(found), DOCUMENTS, similarity_top_k=top_n, options=options)
+    post = DocumentAwarePostprocessor(DOCUMENTS, options=options, top_n=top_n)
+    by_retriever = retriever.retrieve(query)
+    assert _ids(by_retriever) == _ids(post.postprocess_nodes(list(found), QueryBundle(query_str=query)))
+    prior = DOCUMENTS.prior_of(query) if prior_weight > 0 else {}
+    assert _ids(by_retriever) == _ids(rank(found, query, prior, DOCUMENTS, options, top_n))
+    assert len(by_retriever) == top_n
+
+
+def test_the_documents_located_are_the_top_prior_ones_at_least_one() -> None:
+    prior = {"b": 0.5, "a": 0.5, "c": 1.0, "d": 0.1}
+    assert located_documents(prior, 0) == located_documents(prior, 1) == ["c"]
+    assert located_documents(prior, 2) == ["c", "a"]  # ties by id
+    assert located_documents(prior, 9) == ["c", "a", "b", "d"]
+    assert located_documents({}, 3) == []
+
+
+def test_focus_documents_resolves_by_what_is_wrapped_and_a_postprocessor_filters_nothing() -> None:
+    assert DocumentAwareRetriever(build(corpus()), DOCUMENTS).options.focus_documents == 2
+    assert DocumentAwareRetriever(Fixed([]), DOCUMENTS).options.focus_documents == 0
+    assert DocumentAwarePostprocessor(DOCUMENTS).options.focus_documents == 0
+    with pytest.raises(ValueError, match="^focus_documents=1: a postprocessor filters no query by document"):
+        DocumentAwarePostprocessor(DOCUMENTS, focus_documents=1)
+    with pytest.raises(ValueError, match="^focus_documents=2 needs a vector index"):
+        DocumentAwareRetriever(Fixed([]), DOCUMENTS, options=RankingOptions(focus_documents=2))
+    # single options are set over the options given
+    retriever = DocumentAwareRetriever(build(corpus()), DOCUMENTS, options=RankingOptions(prior_weight=0.9),
+                                       lexical_weight=0.2)
+    assert (retriever.options.prior_weight, retriever.options.lexical_weight) == (0.9, 0.2)
+    with pytest.raises(ValueError, match="^unknown option 'name_weight' \\(the options: prior_weight, "):
+        DocumentAwareRetriever(build(corpus()), DOCUMENTS, name_weight=0.5)  # the prior's option, not the ranking's
+
+
+def test_every_option_is_declared_once_and_reaches_the_settings_and_the_command_line() -> None:
+    # a new option is a Field of RankingOptions or DocumentPriorOptions (options.py), its default in constants.py
+    # and its use (ranking.py or document_index.py): the settings, the presets and `-c` read the fields from there
+    from llama_index_sac.apps.benchmark.config import CONFIG_KEYS, parse_config
+
+    fields = {**DocumentPriorOptions.model_fields, **RankingOptions.model_fields}
+    assert DocumentRetrievalSettings.model_fields.keys() == fields.keys()
+    for name, info in fields.items():
+        mine = DocumentRetrievalSettings.model_fields[name]
+        assert (mine.annotation, mine.default, mine.description, mine.metadata) == (
+            info.annotation, info.default, info.description, info.metadata)
+        assert f"document_retrieval.{name}" in CONFIG_KEYS
+    config = parse_config("default:document_retrieval.max_document_frequency=0.05,document_retrieval.focus_documents=3")
+    assert config.document_retrieval.prior_options().max_document_frequency == 0.05
+    assert config.document_retrieval.ranking_options().focus_documents == 3
+    assert config.document_retrieval.prior_options() == DocumentPriorOptions(max_document_frequency=0.05)
+
+
+def test_the_results_of_0_2_read_their_max_name_frequency() -> None:
+    recorded = DocumentRetrievalSettings.model_validate({"max_name_frequency": 0.03, "focus_documents": 2})
+    assert recorded.max_document_frequency == 0.03 and recorded.focus_documents == 2
