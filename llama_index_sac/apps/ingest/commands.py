@@ -22,11 +22,11 @@ import typer
 from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_sac.apps._display import counted, printable
-from llama_index_sac.apps._input import TextInputError, text_lines
+from llama_index_sac.apps._input import InputFileError, TextInputError, read_input_file, text_lines
 from llama_index_sac.apps._options import field_default, field_option
 from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.ingest.files import StoreSpec
-from llama_index_sac.apps.ingest.manage import list_documents, remove
+from llama_index_sac.apps.ingest.manage import list_documents, remove, shown_id
 from llama_index_sac.apps.ingest.pages import page_label
 from llama_index_sac.apps.ingest.query import (
     DEFAULT_DOCUMENT_AWARE,
@@ -154,13 +154,18 @@ def _shorten(text: str, limit: int) -> str:
 def read_questions(source: str) -> list[str]:
     """The questions of ``--questions``: a file (``-``: standard input), one question a line, strict UTF-8 (a byte
     order mark at the start accepted, :func:`~llama_index_sac.apps._input.text_lines`); blank lines are skipped.
+    The file is read as ``eval --questions`` reads its file (:func:`~llama_index_sac.apps._input.read_input_file`):
+    a regular file of at most :data:`~llama_index_sac.apps._input.MAX_QUESTIONS_BYTES` bytes.
 
     Raises:
-        IngestError: the file cannot be read, a line is not UTF-8 text (named by its number and byte), or no question.
+        IngestError: the file cannot be read, is not a regular file (a FIFO, a device), is over the size cap, a line
+            is not UTF-8 text (named by its number and byte), or no question.
     """
     name = "standard input" if source == "-" else source
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        data = read_input_file(source)
+    except InputFileError as exc:
+        raise IngestError(f"--questions: {name} {exc}") from None
     except OSError as exc:
         raise IngestError(f"--questions: cannot read {name} ({type(exc).__name__}: {exc.strerror or exc})") from None
     try:
@@ -336,8 +341,10 @@ def ls_command(
     typer.echo(f"documents ({len(listing.documents)}, {counted(chunks, 'chunk')}):")
     for doc in listing.documents:
         note = "  (interrupted: written again by the next ingest)" if doc.interrupted else ""
+        if not note and doc.recorded is not None and doc.recorded != doc.chunks:
+            note = f"  (the ingest record lists {counted(doc.recorded, 'chunk')}: the next ingest repairs it)"
         summary = _shorten(doc.summary, 100) if doc.summary is not None else "(no summary)"
-        typer.echo(f"  {printable(doc.doc_id)}  {counted(doc.chunks, 'chunk')}  {printable(summary)}{note}")
+        typer.echo(f"  {printable(shown_id(doc.doc_id))}  {counted(doc.chunks, 'chunk')}  {printable(summary)}{note}")
 
 
 def rm_command(

@@ -15,13 +15,18 @@ itself marks:
 
 A page begins at the first character of text after its break (text never lies between a break and the page it
 begins); a run of several breaks gives empty pages, which hold no chunk.
+
+An entity reference inside a text element (``&name;`` declared in a DOCTYPE, which Word never writes; python-docx
+neither expands nor drops it) makes the file damaged (:class:`DocxContentError`) rather than a text with a hole in it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["body_text"]
+from lxml import etree
+
+__all__ = ["DocxContentError", "body_text"]
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
@@ -30,6 +35,10 @@ _SKIPPED = frozenset({f"{_W}del", f"{_W}moveFrom", f"{_W}pPrChange", f"{_W}rPrCh
                       _MC_FALLBACK})
 _OFF = frozenset({"0", "false", "off"})
 _SEPARATOR = "\n\n"
+
+
+class DocxContentError(ValueError):
+    """Text that cannot be taken as it is (an unexpanded entity reference): the message says what and where."""
 
 
 def _on(element: Any) -> bool:
@@ -71,7 +80,11 @@ class _Text:
         if not isinstance(tag, str) or tag in _SKIPPED:
             return
         if tag == f"{_W}t":
-            self.emit(element.text or "")
+            for child in element:
+                if child.tag is etree.Entity:
+                    raise DocxContentError(f"an entity reference {str(child.text)[:40]} in its text, which is not "
+                                           "expanded (Word never writes one)")
+            self.emit((element.text or "") + "".join(child.tail or "" for child in element))  # a comment's tail
         elif tag == f"{_W}tab":
             self.emit("\t")
         elif tag == f"{_W}br":

@@ -172,7 +172,7 @@ def plan_sources(paths: Sequence[str | os.PathLike[str]], labels: Sequence[str] 
     if not existing:
         raise IngestError(f"{out.missing[0] if out.missing else ''}: no such file or folder" if paths
                           else "no PATH given: name folders or files to ingest")
-    files, _ = find_files(existing, suffixes)
+    files, _ = find_files(existing, suffixes, out.notes)
     roots = sorted(((Path(f.path), label) for label, f in out.folders.items()), key=lambda r: -len(r[0].parts))
     ids: dict[str, Path] = {}
     for file in files:

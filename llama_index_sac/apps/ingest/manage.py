@@ -6,10 +6,17 @@ id (``contracts/2024/acme-nda.txt``), by a folder inside a label (``contracts/20
 (``contracts``): their rows from the store, their entries from the docstore and the record, journaled like ``ingest``
 (:mod:`~llama_index_sac.apps.ingest.journal`) and under the same lock, so an interrupted ``rm`` is finished by the
 next ``ingest`` or ``rm``.
+
+Names that differ only in Unicode normalisation (``café.txt`` written precomposed, NFC, and decomposed, NFD, as macOS
+writes it) are two files and two documents. :func:`shown_id` shows an id that is not NFC with its combining characters
+escaped and its form marked (``cafe\\u0301.txt (NFD)``), so ``ls`` shows twins apart; :func:`remove` refuses a target
+that matches twins only up to normalisation and names them all, and accepts ``\\uXXXX`` escapes to name one exactly.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +25,7 @@ from llama_index_sac.apps.ingest.identity import Folder, document_path, load_fol
 from llama_index_sac.apps.ingest.journal import Journal, replay
 from llama_index_sac.apps.ingest.store import open_store
 
-__all__ = ["Listing", "ListedDocument", "Removal", "list_documents", "remove"]
+__all__ = ["Listing", "ListedDocument", "Removal", "escaped_id", "list_documents", "remove", "shown_id"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,58 @@ class Removal:
     labels: list[str] = field(default_factory=list)
 
 
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})")
+
+
+def _decomposed(char: str) -> bool:
+    """A character NFC would join to the one before it: a combining mark, or a Hangul jamo."""
+    return bool(unicodedata.combining(char)) or unicodedata.category(char).startswith("M") or (
+        "\u1100" <= char <= "\u11ff")
+
+
+def shown_id(doc_id: str) -> str:
+    """``doc_id`` as ``ls`` prints it: as it is when it is NFC; otherwise its combining characters written as
+    ``\\uXXXX`` and its form marked (``cafe\\u0301.txt (NFD)``, ``... (not NFC)``), so that twins look different."""
+    if unicodedata.is_normalized("NFC", doc_id):
+        return doc_id
+    text = "".join(f"\\u{ord(c):04x}" if _decomposed(c) else c for c in doc_id)
+    return f"{text} ({'NFD' if unicodedata.is_normalized('NFD', doc_id) else 'not NFC'})"
+
+
+def escaped_id(doc_id: str) -> str:
+    """``doc_id`` with every character outside ASCII written as ``\\uXXXX`` (``\\UXXXXXXXX``): a spelling that names
+    exactly one of two twins, and that :func:`remove` accepts."""
+    return "".join(c if c.isascii() else (f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+                   for c in doc_id)
+
+
+def _matches(key: str, ids: Sequence[str]) -> list[str]:
+    return [d for d in ids if d == key or d.startswith(key + "/")]
+
+
+def _chosen(target: str, ids: Sequence[str]) -> list[str]:
+    """The documents ``target`` names (an id, or a folder inside a label): exactly, when it is written with
+    ``\\u`` escapes or no document differs from it only in normalisation; else the documents equal to it up to NFC
+    when they are not twins of each other.
+
+    Raises:
+        IngestError: the target matches twins (names equal up to normalisation): all of them are named.
+    """
+    key = target.strip().rstrip("/")
+    if _ESCAPE.search(key) and not _matches(key, ids):  # a literal backslash in a name wins over an escape
+        return _matches(_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), key), ids)
+    exact = _matches(key, ids)
+    folded = _matches(unicodedata.normalize("NFC", key), [unicodedata.normalize("NFC", d) for d in ids])
+    alike = [d for d in ids if unicodedata.normalize("NFC", d) in set(folded)]
+    if set(alike) == set(exact):
+        return exact
+    if not exact and len(alike) == len({unicodedata.normalize("NFC", d) for d in alike}):
+        return alike  # written in another form than the only document of that name
+    raise IngestError(f"nothing removed: {target!r} names documents whose names differ only in Unicode normalisation "
+                      f"(NFC/NFD): {', '.join(escaped_id(d) for d in alike[:6])}{' ...' if len(alike) > 6 else ''}; "
+                      "name one exactly as written here (\\u escapes are accepted)")
+
+
 def remove(targets: Sequence[str], store: StoreSpec | str, collection: str = "llama-sac") -> Removal:
     """Remove the documents ``targets`` name (module docstring); a label none of whose documents is left is dropped.
 
@@ -109,7 +168,7 @@ def remove(targets: Sequence[str], store: StoreSpec | str, collection: str = "ll
         unknown = []
         for target in targets:
             key = target.strip().rstrip("/")
-            found = [d for d in ids if d == key or d.startswith(key + "/")]
+            found = _chosen(target, ids)
             if not found and key not in folders:
                 unknown.append(target)
             chosen.update(dict.fromkeys(found))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import stat
 import struct
 import warnings
@@ -50,6 +51,11 @@ def shown(path: str | os.PathLike[str]) -> str:
     """``path`` printable on one line: bytes that are not UTF-8 as ``\\xff``, control characters escaped."""
     text = os.fsencode(path).decode("utf-8", "backslashreplace")
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _no_address(message: str) -> str:
+    """``message`` without Python object addresses (``'<_io.BytesIO object at 0x7f...>'`` becomes ``the file``)."""
+    return re.sub(r"'?<[\w.]+ object at 0x[0-9a-fA-F]+>'?", "the file", message)
 
 
 def _kind(mode: int) -> str:
@@ -132,7 +138,7 @@ def pdf_pages(data: bytes, max_pages: int) -> list[str]:
                          "extra of llama-index-sac brings it)") from None
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, struct.error,
             RecursionError, NotImplementedError, OSError) as exc:  # what pypdf raises on damaged files
-        raise Unreadable(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
+        raise Unreadable(f"not a readable PDF ({type(exc).__name__}: {_no_address(str(exc))})") from None
 
 
 @contextmanager
@@ -224,7 +230,7 @@ def docx_text(data: bytes, max_unpacked: int, max_pages: int) -> tuple[str, list
     from docx import Document as open_docx
     from docx.opc.exceptions import PackageNotFoundError
 
-    from llama_index_sac.apps.ingest.docx_pages import body_text
+    from llama_index_sac.apps.ingest.docx_pages import DocxContentError, body_text
 
     check_zip(data, max_unpacked)
     try:
@@ -232,8 +238,14 @@ def docx_text(data: bytes, max_unpacked: int, max_pages: int) -> tuple[str, list
         text, starts = body_text(document.element.body)
     except PackageNotFoundError:
         raise Unreadable("not a DOCX (no Word document inside the ZIP)") from None
+    except DocxContentError as exc:
+        raise Unreadable(f"a damaged DOCX: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - lxml's XMLSyntaxError, a missing part...: the file is damaged
-        raise Unreadable(f"not a readable DOCX ({type(exc).__name__}: {exc})") from None
+        message = str(exc)
+        if "macroEnabled" in message:  # python-docx: "file '<_io.BytesIO ...>' is not a Word file, content type..."
+            raise Unreadable("a macro-enabled Word document (.docm; content type application/vnd.ms-word.document."
+                             "macroEnabled.main+xml): not read (save it as a .docx without macros)") from None
+        raise Unreadable(f"not a readable DOCX ({type(exc).__name__}: {_no_address(message)})") from None
     if starts is not None and len(starts) > max_pages:
         raise Unreadable(f"{len(starts):,} pages, over the limit of {max_pages:,} (--max-pages)")
     return text, starts

@@ -99,12 +99,14 @@ class IngestReport:
     empty: list[str] = field(default_factory=list)  # documents written this run that gave no chunk (no text)
     redone: list[str] = field(default_factory=list)  # documents written again: interrupted, or rows missing
     missing: list[str] = field(default_factory=list)  # paths given that no longer exist (their documents kept)
+    unrecorded: list[str] = field(default_factory=list)  # documents not read this run whose rows the store lacked
     seconds: float = 0.0
 
     def line(self) -> str:
         """The final line of ``llama-sac ingest``."""
         extra = "".join(f", {n} {what}" for n, what in (
             (len(self.redone), "written again (interrupted, or rows missing)"),
+            (len(self.unrecorded), "taken out of the record (rows missing, file not ingested this run)"),
             (len(self.missing), "missing path(s)"), (len(self.skipped), "unreadable file(s) skipped"),
             (len(self.failed), "summary failure(s)")) if n)
         return (f"{self.store} (collection {self.collection}, engine {self.engine}): documents {self.new} new, "
@@ -226,6 +228,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
             raise IngestError("nothing could be read (the store was not touched): "
                               + "; ".join(f"{p}: {why}" for p, why in report.skipped.items()))
         run.remove_vanished(sources.folders, sources.walked, seen, forget)
+        run.unrecord_unseen(seen)
         save_document_index(record, run.vector_store)  # query and serve then need not read every chunk
     if summarizer.metadata_keys and unnamed:
         say(f"{unnamed} of {len(seen)} document(s) carry none of the summary metadata keys "
@@ -418,6 +421,23 @@ class _Run:
         self.record.save_docstore(self.docstore)
         self.journal.clear()
         self.record.clear_pending()
+
+    def unrecord_unseen(self, seen: set[str]) -> None:
+        """Take out of the record the documents the record-to-store check found wrong (the store lacks rows the
+        record lists: a store damaged or edited, a tampered journal) that this run did not read (their folder was not
+        given, or their id names no folder): their rows, if any, are deleted, and the next run that reads their file
+        writes it as new. Said in one line, with the count."""
+        recorded = set(self.docstore.get_all_document_hashes().values())
+        left = sorted(d for d in self.check.repair if d not in seen and d in recorded)
+        for doc_id in left:
+            self.forget(doc_id, delete_rows=bool(self.check.store_rows.get(doc_id)))
+            self.check.repair.discard(doc_id)
+        if left:
+            self.fold()
+            self.report.unrecorded += left
+            self.say(f"{len(left)} document(s) not read by this run lacked their rows in the store: taken out of the "
+                     f"record (ingesting their files writes them again): {', '.join(left[:5])}"
+                     f"{' ...' if len(left) > 5 else ''}")
 
     def remove_vanished(self, folders: dict[str, Folder], walked: Sequence[Path], seen: set[str],
                         forget: set[str]) -> None:

@@ -20,7 +20,15 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from llama_index_sac.apps._input import DuplicateKeyError, TextInputError, text_lines, unique_keys
+from llama_index_sac.apps._input import (
+    MAX_QUESTIONS_BYTES,
+    DuplicateKeyError,
+    InputFileError,
+    TextInputError,
+    read_input_file,
+    text_lines,
+    unique_keys,
+)
 from llama_index_sac.apps.benchmark.datasets.base import BenchmarkQuery, RetrievalBenchmark
 from llama_index_sac.apps.ingest.files import SUFFIXES, read_file
 from llama_index_sac.apps.ingest.readers import Unreadable
@@ -32,8 +40,6 @@ __all__ = ["DOCUMENT_SUFFIXES", "FolderBenchmarkError", "load_folder_benchmark"]
 #: Files of the folder read as documents, as ``llama-sac ingest`` reads them: ``.txt``/``.md`` as strict UTF-8,
 #: ``.pdf``/``.docx`` as their extracted text (pages joined by a blank line); other files are left out.
 DOCUMENT_SUFFIXES = SUFFIXES
-#: Largest questions file read, in bytes.
-MAX_QUESTIONS_BYTES = 8 * 1024 * 1024
 #: Largest document read, in bytes.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 _KEYS = {"question", "file", "quote", "occurrence", "id"}
@@ -123,12 +129,15 @@ def load_folder_benchmark(folder: str | Path, questions: str | Path, *, name: st
     folder, questions = Path(folder), Path(questions)
     if not folder.is_dir():
         raise FolderBenchmarkError(f"contracts folder {str(folder)!r} is not a folder")
-    if not questions.is_file():
-        raise FolderBenchmarkError(f"questions file {str(questions)!r} is not a regular file")
-    if questions.stat().st_size > MAX_QUESTIONS_BYTES:
-        raise FolderBenchmarkError(f"questions file {str(questions)!r} is larger than {MAX_QUESTIONS_BYTES} bytes")
     try:
-        lines = text_lines(questions.read_bytes())
+        lines = text_lines(read_input_file(questions.absolute(), MAX_QUESTIONS_BYTES))  # a file named - too
+    except FileNotFoundError:
+        raise FolderBenchmarkError(f"questions file {str(questions)!r} is not a regular file (no such file)") from None
+    except OSError as exc:
+        raise FolderBenchmarkError(f"questions file {str(questions)!r} cannot be read ({type(exc).__name__}: "
+                                   f"{exc.strerror or exc})") from None
+    except InputFileError as exc:
+        raise FolderBenchmarkError(f"questions file {str(questions)!r} {exc}") from None
     except TextInputError as exc:
         raise FolderBenchmarkError(f"questions file {str(questions)!r}: {exc}") from None
     documents = _read_documents(folder)
