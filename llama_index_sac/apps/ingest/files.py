@@ -1,10 +1,11 @@
 """The input files, the vector store and the ingest record of ``llama-sac ingest``/``query``.
 
-* :func:`find_files` / :func:`read_file`: folders and files in, LlamaIndex ``Document``s out (``.txt``/``.md`` as
-  strict UTF-8; ``.pdf``/``.docx`` page by page, :mod:`~llama_index_sac.apps.ingest.readers`, regular files only and
-  within limits); one document per file, its id given by the caller (``ingest``: the folder label and the path inside
-  the folder, :mod:`~llama_index_sac.apps.ingest.identity`), its metadata the stable part of LlamaIndex's file
-  metadata (and a PDF's or DOCX's page table, :mod:`~llama_index_sac.apps.ingest.pages`).
+* :func:`read_file`: one file (found by :func:`~llama_index_sac.apps.ingest.walk.find_files`) in, a LlamaIndex
+  ``Document`` out (``.txt``/``.md`` as strict UTF-8; ``.pdf``/``.docx`` page by page,
+  :mod:`~llama_index_sac.apps.ingest.readers`, regular files only and within limits); one document per file, its id
+  given by the caller (``ingest``: the folder label and the path inside the folder,
+  :mod:`~llama_index_sac.apps.ingest.identity`), its metadata the stable part of LlamaIndex's file metadata (and a
+  PDF's or DOCX's page table, :mod:`~llama_index_sac.apps.ingest.pages`).
 * :class:`StoreSpec`: ``chroma:DIR`` (``chromadb.PersistentClient``, embedded), ``qdrant:DIR`` (``QdrantClient``
   local mode) or ``chroma-http://HOST:PORT`` (a Chroma server, ``chromadb.HttpClient``, whose ingest record lives in a
   local state directory); opened by :mod:`~llama_index_sac.apps.ingest.store`.
@@ -40,9 +41,9 @@ from llama_index_sac.apps.ingest.pages import paged_document
 from llama_index_sac.apps.ingest.pdf_text import pdf_text
 from llama_index_sac.apps.ingest.readers import Unreadable, docx_text, pdf_pages, read_limited, shown
 
-__all__ = ["COLLECTION_PATTERN", "MAX_FILE_BYTES", "MAX_FOLDER_DEPTH", "MAX_PAGES", "PLAIN_SUFFIXES", "RECORD_DIR",
+__all__ = ["COLLECTION_PATTERN", "MAX_FILE_BYTES", "MAX_PAGES", "PLAIN_SUFFIXES", "RECORD_DIR",
            "SUFFIXES", "IngestError", "IngestRecord", "StoreSpec", "Unreadable", "check_collection",
-           "default_state_dir", "find_files", "read_file", "why_unreadable"]
+           "default_state_dir", "read_file", "why_unreadable"]
 
 #: Read as plain UTF-8 text, always; the exact file content is the document (offsets point into it).
 PLAIN_SUFFIXES = (".txt", ".md")
@@ -51,8 +52,6 @@ SUFFIXES = (*PLAIN_SUFFIXES, ".pdf", ".docx")
 #: Default limits of one file: bytes read (and, for a DOCX, unpacked), and pages of a PDF or DOCX.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_PAGES = 2000
-#: The deepest folder walked, in levels below a folder given (deeper ones are reported, not walked).
-MAX_FOLDER_DEPTH = 128
 
 #: Collection names both stores accept: 3 to 128 characters of ``[A-Za-z0-9._-]``, starting and ending with a
 #: letter or digit (Chroma's rule, within Qdrant's).
@@ -328,79 +327,6 @@ class IngestRecord:
 
 
 # -- input files -------------------------------------------------------------------------------------------------------
-def find_files(paths: Sequence[str | os.PathLike[str]], suffixes: Sequence[str] = SUFFIXES,
-               notes: list[str] | None = None) -> tuple[list[Path], list[Path]]:
-    """The files to read (sorted, absolute, without duplicates) and the folders given.
-
-    Folders are walked (iteratively, without recursion) down to :data:`MAX_FOLDER_DEPTH` levels below the folder
-    given; hidden entries (a name starting with ``.``) inside them and files with other suffixes are left out;
-    symbolic links to folders are not followed (links to files are listed: :func:`read_file` reads those whose target
-    lies inside the folder). Every path named is listed, whatever its suffix or kind. What is not walked is said in
-    ``notes``, one line each: the folders nested deeper than the limit (counted, the first one named, once per folder
-    given) and the folders that cannot be read (permission denied, a path too long).
-
-    Raises:
-        IngestError: no path, a path that does not exist, or no file with one of ``suffixes``.
-    """
-    if not paths:
-        raise IngestError("no PATH given: name folders or files to ingest")
-    files: set[Path] = set()
-    folders: list[Path] = []
-    notes = [] if notes is None else notes
-    first_note = len(notes)
-    for given in paths:
-        path = Path(os.path.abspath(os.path.expanduser(given)))
-        if path.is_dir():
-            folders.append(path)
-            files.update(_walk(path, suffixes, notes))
-        elif os.path.lexists(path):
-            files.add(path)
-        else:
-            raise IngestError(f"{shown(given)}: no such file or folder")
-    if not files:
-        raise IngestError(f"no {'/'.join(suffixes)} files in {', '.join(shown(p) for p in paths)}"
-                          + "".join(f"; {note}" for note in notes[first_note:]))
-    return sorted(files), folders
-
-
-def _walk(top: Path, suffixes: Sequence[str], notes: list[str]) -> Iterator[Path]:
-    """The files of ``top`` with one of ``suffixes`` (:func:`find_files`' rules), depth first, with an explicit stack;
-    what is not walked is appended to ``notes``."""
-    stack: list[tuple[str, int]] = [(str(top), 0)]
-    too_deep: list[str] = []
-    while stack:
-        folder, depth = stack.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    try:
-                        is_dir = entry.is_dir()  # a link to a folder counts as one (and is not followed)
-                    except OSError:
-                        is_dir = False
-                    if not is_dir:
-                        if Path(entry.name).suffix.lower() in suffixes:
-                            yield Path(entry.path)
-                    elif not entry.is_symlink():
-                        if depth < MAX_FOLDER_DEPTH:
-                            stack.append((entry.path, depth + 1))
-                        else:
-                            too_deep.append(entry.path)
-        except OSError as exc:
-            notes.append(f"folder {shown(_clipped(folder))} cannot be read ({type(exc).__name__}: "
-                         f"{exc.strerror or exc}): its files are not ingested")
-    if too_deep:
-        notes.append(f"{len(too_deep)} folder(s) nested more than {MAX_FOLDER_DEPTH} levels deep in {shown(top)} "
-                     f"not walked (the depth limit; their files are not ingested), the first: "
-                     f"{shown(_clipped(os.path.relpath(min(too_deep), top)))}")
-
-
-def _clipped(path: str, keep: int = 120) -> str:
-    """``path`` for a message: at most about ``keep`` characters (its start and its end)."""
-    return path if len(path) <= keep else f"{path[: keep // 2]}...{path[-keep // 2:]}"
-
-
 def _outside(path: Path, folders: Sequence[Path]) -> str | None:
     """Why ``path``, a link found in one of ``folders``, is not followed (its target lies outside), else None."""
     found = os.path.join(os.path.realpath(path.parent), path.name)  # where it was found, the folder's links resolved

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, find_files
+from llama_index_sac.apps.ingest.files import IngestError, IngestRecord
+from llama_index_sac.apps.ingest.walk import find_files
 
 __all__ = ["Folder", "Sources", "check_label", "load_folders", "plan_sources", "save_folders"]
 

@@ -423,21 +423,16 @@ class _Run:
         self.record.clear_pending()
 
     def unrecord_unseen(self, seen: set[str]) -> None:
-        """Take out of the record the documents the record-to-store check found wrong (the store lacks rows the
-        record lists: a store damaged or edited, a tampered journal) that this run did not read (their folder was not
-        given, or their id names no folder): their rows, if any, are deleted, and the next run that reads their file
-        writes it as new. Said in one line, with the count."""
-        recorded = set(self.docstore.get_all_document_hashes().values())
-        left = sorted(d for d in self.check.repair if d not in seen and d in recorded)
+        """Take the documents whose rows the store lacks (:attr:`check`) that this run did not read out of the
+        record (rows deleted), so that the run that reads their file writes them as new; said in one line."""
+        left = sorted(d for d in self.check.repair if d not in seen and self.docstore.get_document_hash(d) is not None)
         for doc_id in left:
             self.forget(doc_id, delete_rows=bool(self.check.store_rows.get(doc_id)))
-            self.check.repair.discard(doc_id)
         if left:
             self.fold()
             self.report.unrecorded += left
             self.say(f"{len(left)} document(s) not read by this run lacked their rows in the store: taken out of the "
-                     f"record (ingesting their files writes them again): {', '.join(left[:5])}"
-                     f"{' ...' if len(left) > 5 else ''}")
+                     f"record (ingested again with their files): {', '.join(left[:5])}{' ...' * (len(left) > 5)}")
 
     def remove_vanished(self, folders: dict[str, Folder], walked: Sequence[Path], seen: set[str],
                         forget: set[str]) -> None:

@@ -19,11 +19,12 @@ import pytest
 
 from llama_index_sac.apps._input import MAX_QUESTIONS_BYTES, InputFileError, read_input_file
 from llama_index_sac.apps.benchmark.datasets.folder import FolderBenchmarkError, load_folder_benchmark
-from llama_index_sac.apps.ingest.files import MAX_FOLDER_DEPTH, RECORD_DIR, find_files, read_file
+from llama_index_sac.apps.ingest.files import RECORD_DIR, read_file
 from llama_index_sac.apps.ingest.journal import Journal
 from llama_index_sac.apps.ingest.manage import escaped_id, list_documents, remove, shown_id
 from llama_index_sac.apps.ingest.readers import Unreadable
 from llama_index_sac.apps.ingest.run import IngestError, ingest
+from llama_index_sac.apps.ingest.walk import MAX_FOLDER_DEPTH, find_files
 from tests.apps.ingest.test_ingest_cli import COLLECTION, rows
 from tests.apps.ingest.test_ingest_store_checks import cli, ingested, one_error, record_of, settings
 from tests.conftest import FakeEmbedding
@@ -192,7 +193,7 @@ def test_a_journal_row_count_the_store_does_not_hold_is_named_and_repaired(tmp_p
     assert said == [f"{spec} does not hold the rows its ingest record lists for 1 of 3 document(s) (it holds 0 of "
                     "their 5 rows): they are ingested again",
                     "1 document(s) not read by this run lacked their rows in the store: taken out of the record "
-                    "(ingesting their files writes them again): ghost/x.txt"]
+                    "(ingested again with their files): ghost/x.txt"]
     assert "1 taken out of the record" in report.line()
     assert sorted(d.doc_id for d in list_documents(spec).documents) == sorted(texts)
     said.clear()

@@ -22,10 +22,11 @@ from typer.testing import CliRunner
 
 from llama_index_sac import RecursiveCharacterNodeParser, SummaryAugmentationTransformation
 from llama_index_sac.apps.benchmark.datasets import synthetic_contracts
-from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec, find_files
+from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.journal import Journal
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
 from llama_index_sac.apps.ingest.steps import build_steps, fingerprint, settings_from_options
+from llama_index_sac.apps.ingest.walk import find_files
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 from llama_index_sac.summarizers import ExtractiveSummarizer
 from tests.conftest import FakeEmbedding
