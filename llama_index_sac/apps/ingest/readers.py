@@ -71,8 +71,9 @@ def read_limited(path: Path, max_bytes: int) -> bytes:
 
     Raises:
         Unreadable: not a regular file (FIFO, device, socket, folder; never read), larger than ``max_bytes`` (by its
-            size, or grown past it while read), a broken link or a file that vanished (``forget=True``), or an
-            ``OSError`` (e.g. permission denied).
+            size, or grown past it while read), changed while read (its size or modification time, on the open
+            descriptor), a broken link or a file that vanished (``forget=True``), or an ``OSError`` (e.g. permission
+            denied).
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -92,10 +93,13 @@ def read_limited(path: Path, max_bytes: int) -> bytes:
         try:
             while len(data) <= max_bytes and (block := handle.read(min(_STREAM_CHUNK, max_bytes + 1 - len(data)))):
                 data += block
+            after = os.fstat(fd)
         except OSError as exc:
             raise Unreadable(f"cannot be read ({type(exc).__name__}: {exc.strerror or exc})") from None
     if len(data) > max_bytes:
         raise Unreadable(f"grew past the limit of {max_bytes:,} bytes (--max-file-bytes) while it was read")
+    if (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
+        raise Unreadable("changed while it was read (being written?): not ingested this run (the next run reads it)")
     return bytes(data)
 
 

@@ -442,7 +442,7 @@ class _Run:
         gone = sorted(doc_id for doc_id in set(self.docstore.get_all_document_hashes().values())
                       if doc_id not in seen and (doc_id in forget or (
                           (path := in_scope(doc_id, folders, walked)) is not None
-                          and (os.path.isabs(doc_id) or not os.path.exists(path)))))
+                          and (os.path.isabs(doc_id) or not os.path.exists(path) or os.path.isdir(path)))))
         for doc_id in gone:
             self.forget(doc_id, delete_rows=True)
         self.report.removed += len(gone)

@@ -40,6 +40,9 @@ __all__ = ["OpenedStore", "RowCheck", "check_rows", "check_store_folder", "open_
            "store_kinds"]
 
 _MARKERS = {"chroma": "chroma.sqlite3", "qdrant": "meta.json"}
+#: Seconds a Chroma server may take to answer one request (and to accept a connection: at most 10) before the
+#: command gives up with one error; chromadb's ``HttpClient`` alone waits for ever on a server that stopped answering.
+CHROMA_HTTP_TIMEOUT_S = 120.0
 _PAGE = 1000  # rows per read when counting rows per document
 _META_MAX_BYTES = 16 << 20  # a Qdrant meta.json: a few hundred bytes per collection
 
@@ -201,7 +204,9 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         try:
             if spec.url is not None:
                 host, port = spec.host_port
+                _heartbeat(spec.url)  # the client's own first requests have no timeout
                 client = chromadb.HttpClient(host=host, port=port, settings=options)
+                _bounded_waits(client)
             else:
                 client = chromadb.PersistentClient(path=str(spec.path), settings=options)
         except open_errors as exc:
@@ -275,6 +280,29 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         raise _store_error(spec, exc, "read or written") from exc
     finally:
         qclient.close()
+
+
+def _timeout() -> Any:
+    httpx = require_extra("httpx", "vectorstores", "the chroma server")
+    return httpx.Timeout(CHROMA_HTTP_TIMEOUT_S, connect=min(10.0, CHROMA_HTTP_TIMEOUT_S))
+
+
+def _heartbeat(url: str) -> None:
+    """Ask the Chroma server at ``url`` for its heartbeat, within :data:`CHROMA_HTTP_TIMEOUT_S`.
+
+    Raises:
+        httpx.HTTPError: no answer in time, no server there, or an error status.
+    """
+    httpx = require_extra("httpx", "vectorstores", "the chroma server")
+    httpx.get(f"{url}/api/v2/heartbeat", timeout=_timeout()).raise_for_status()
+
+
+def _bounded_waits(client: Any) -> None:
+    """Give the HTTP session of a ``chromadb.HttpClient`` the timeouts of :data:`CHROMA_HTTP_TIMEOUT_S` (chromadb
+    creates it with none and has no option for it; if a release moves the session, this does nothing)."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is not None and hasattr(session, "timeout"):
+        session.timeout = _timeout()
 
 
 def _forget_failed_chroma(path: str) -> None:

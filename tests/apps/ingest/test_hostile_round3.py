@@ -25,7 +25,7 @@ from llama_index_sac.apps.ingest.manage import escaped_id, list_documents, remov
 from llama_index_sac.apps.ingest.readers import Unreadable
 from llama_index_sac.apps.ingest.run import IngestError, ingest
 from llama_index_sac.apps.ingest.walk import MAX_FOLDER_DEPTH, find_files
-from tests.apps.ingest.test_ingest_cli import COLLECTION, rows
+from tests.apps.ingest.test_ingest_cli import COLLECTION, rows, write_contracts
 from tests.apps.ingest.test_ingest_store_checks import cli, ingested, one_error, record_of, settings
 from tests.conftest import FakeEmbedding
 
@@ -267,3 +267,113 @@ def test_a_macro_enabled_docx_and_an_entity_inside_a_run_are_named(tmp_path: Pat
                             "without macros)",
                             f"skipped {folder / 'xxe.docx'}: a damaged DOCX: an entity reference &xxe; in its text, "
                             "which is not expanded (Word never writes one)"]
+
+
+# -- item 4: a file changed while it is read, a file replaced by a folder, two ingest runs at once --------------------
+def test_a_file_that_changes_while_it_is_read_is_not_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llama_index_sac.apps.ingest import readers
+
+    texts, spec = ingested("chroma", tmp_path, 3)
+    victim = sorted(texts)[0]
+    path = tmp_path / victim
+    path.write_text(texts[victim] + "\n\nA first amendment.", encoding="utf-8")
+    fdopen, appended = os.fdopen, []
+
+    def writer_behind(fd: int, *args: Any, **kwargs: Any) -> Any:  # another program appends as the file is read
+        handle = fdopen(fd, *args, **kwargs)
+        if os.path.samefile(f"/proc/self/fd/{fd}", path):
+            read = handle.read
+
+            def read_and_append(size: int = -1) -> bytes:
+                block = read(size)
+                if block and not appended:
+                    appended.append(True)
+                    with open(path, "ab") as other:
+                        other.write(b" And a second amendment, still being written.")
+                return block
+            return type("Racing", (), {"read": staticmethod(read_and_append), "__enter__": lambda s: s,
+                                       "__exit__": lambda s, *e: handle.close()})()
+        return handle
+
+    monkeypatch.setattr(readers.os, "fdopen", writer_behind)
+    said: list[str] = []
+    report = ingest([tmp_path / "docs"], spec, settings(), embed_model=FakeEmbedding(), log=said.append)
+    why = "changed while it was read (being written?): not ingested this run (the next run reads it)"
+    assert report.skipped == {str(path): why} and said == [f"skipped {path}: {why}"]
+    assert (report.changed, report.unchanged) == (0, 2)
+    old_rows = record_of(spec).rows()[victim]  # the version before: still recorded with its own rows, not the torn one
+    assert sum(1 for r in rows(spec).values() if r.doc_id == victim) == old_rows
+    monkeypatch.undo()
+    report = ingest([tmp_path / "docs"], spec, settings(), embed_model=FakeEmbedding())
+    assert (report.changed, report.unchanged, report.skipped) == (1, 2, {})
+    assert any("second amendment" in (r.text or "") for r in rows(spec).values() if r.doc_id == victim)
+
+
+def test_a_file_replaced_by_a_folder_between_runs(tmp_path: Path) -> None:
+    texts, spec = ingested("chroma", tmp_path, 3)
+    victim = sorted(texts)[0]
+    (tmp_path / victim).unlink()
+    (tmp_path / victim).mkdir()  # the same name, now a folder with a file inside
+    (tmp_path / victim / "inner.txt").write_text("An inner agreement governed by Texas law.", encoding="utf-8")
+    report = ingest([tmp_path / "docs"], spec, settings(), embed_model=FakeEmbedding())
+    assert (report.new, report.unchanged, report.removed, report.skipped) == (1, 2, 1, {})
+    assert set(per_doc_rows(spec)) == {*sorted(texts)[1:], f"{victim}/inner.txt"}
+    assert set(record_of(spec).rows()) == set(per_doc_rows(spec))
+
+
+def per_doc_rows(spec: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for row in rows(spec).values():
+        out[row.doc_id] = out.get(row.doc_id, 0) + 1
+    return out
+
+
+_SLOW_INGEST = """
+import sys, time
+from pathlib import Path
+from llama_index_sac.apps.ingest.run import IngestSettings, ingest
+from tests.conftest import FakeEmbedding
+
+class Slow(FakeEmbedding):
+    @classmethod
+    def class_name(cls): return "FakeEmbedding"
+    def _get_text_embeddings(self, texts):
+        Path(sys.argv[3]).touch()  # the lock is held from before the first embedding
+        time.sleep(0.5)
+        return super()._get_text_embeddings(texts)
+
+report = ingest([sys.argv[1]], sys.argv[2], IngestSettings(show_progress=False), embed_model=Slow())
+print(report.new)
+"""
+
+
+def test_two_ingest_processes_into_one_store(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from tests.apps.ingest.test_query_serve import ENV
+
+    texts = write_contracts(tmp_path / "docs", 4)
+    spec = f"chroma:{tmp_path / 'store'}"
+    started = tmp_path / "started"
+    first = subprocess.Popen([sys.executable, "-c", _SLOW_INGEST, str(tmp_path / "docs"), spec, str(started)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        for _ in range(600):  # up to 60 s for the other process to hold the lock
+            if started.exists() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert started.exists(), first.communicate()[1][-2000:]
+        with pytest.raises(IngestError, match=f"another llama-sac ingest is writing to {tmp_path / 'store'} "
+                                              r"\(collection 'llama-sac'\): wait for it to finish"):
+            ingest([tmp_path / "docs"], spec, settings(), embed_model=FakeEmbedding())
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0 and out.strip() == "4", err[-2000:]
+    report = ingest([tmp_path / "docs"], spec, settings(), embed_model=FakeEmbedding())  # after it: all there
+    assert (report.new, report.unchanged) == (0, 4)
+    assert set(per_doc_rows(spec)) == set(texts) and record_of(spec).rows() == per_doc_rows(spec)
