@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llama_index_sac.apps._input import MAX_QUESTIONS_BYTES, InputFileError, read_input_file
 from llama_index_sac.apps.benchmark.datasets.folder import FolderBenchmarkError, load_folder_benchmark
@@ -377,3 +379,24 @@ def test_two_ingest_processes_into_one_store(tmp_path: Path) -> None:
     report = ingest([tmp_path / "docs"], spec, settings(), embed_model=FakeEmbedding())  # after it: all there
     assert (report.new, report.unchanged) == (0, 4)
     assert set(per_doc_rows(spec)) == set(texts) and record_of(spec).rows() == per_doc_rows(spec)
+
+
+_NAMES = st.lists(st.text(alphabet="ae/\u00e9\u0301\uac00\u1100\u1161", min_size=1, max_size=6)
+                  .map(lambda s: "n/" + s.strip("/")).filter(lambda s: "//" not in s and s != "n/"),
+                  min_size=1, max_size=6, unique=True)
+
+
+@given(ids=_NAMES, forms=st.lists(st.sampled_from(["NFC", "NFD"]), min_size=6, max_size=6))
+def test_twins_look_different_and_each_escaped_spelling_names_exactly_itself(ids: list[str], forms: list[str]) -> None:
+    from llama_index_sac.apps.ingest.manage import _chosen
+
+    ids = sorted({unicodedata.normalize(form, doc_id) for doc_id, form in zip(ids, forms, strict=False)})
+    assert len({shown_id(d) for d in ids}) == len(ids)  # ls: no two ids print alike
+    for doc_id in ids:
+        under = [d for d in ids if d == doc_id or d.startswith(doc_id + "/")]
+        assert _chosen(escaped_id(doc_id), ids) == under  # the escaped spelling: exactly that id (and what is under it)
+        twins = [d for d in ids if unicodedata.normalize("NFC", d) == unicodedata.normalize("NFC", doc_id)]
+        if len(twins) > 1:  # the plain spelling of a twin is refused, naming every twin
+            with pytest.raises(IngestError, match="differ only in Unicode normalisation") as caught:
+                _chosen(doc_id, ids)
+            assert all(escaped_id(t) in str(caught.value) for t in twins[:6])
