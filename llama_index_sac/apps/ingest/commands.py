@@ -185,7 +185,7 @@ def _print_hits(hits: list[QueryHit], question: str, max_chars: int | None) -> N
     for rank, hit in enumerate(hits, 1):
         score = "?" if hit.score is None else f"{hit.score:.4f}"
         pages = "" if hit.pages is None else f", {page_label(*hit.pages)}"
-        typer.echo(f"{rank}. score {score}  {printable(hit.doc_id)}{pages}  characters {hit.start}-{hit.end}")
+        typer.echo(f"{rank}. score {score}  {printable(shown_id(hit.doc_id))}{pages}  characters {hit.start}-{hit.end}")
         typer.echo(f"   summary: {printable(hit.summary) if hit.summary is not None else '(none)'}")
         typer.echo(f"   text: {printable(matched_passage(hit.text, question, max_chars))}")
 

@@ -181,6 +181,16 @@ def test_nfc_and_nfd_twins_are_shown_apart_and_rm_of_an_ambiguous_name_names_bot
     assert remove([f"n/{NFD}"], spec).documents == [f"n/{NFC}"]
 
 
+def test_query_prints_an_nfd_id_marked(capsys: pytest.CaptureFixture[str]) -> None:
+    from llama_index_sac.apps.ingest.commands import _print_hits
+    from llama_index_sac.apps.ingest.query import QueryHit
+
+    _print_hits([QueryHit(f"n/{NFD}", 0, 10, 0.5, None, "text"), QueryHit(f"n/{NFC}", 0, 10, 0.4, None, "text")])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "1. score 0.5000  n/cafe\\u0301.txt (NFD)  characters 0-10"
+    assert lines[3] == "2. score 0.4000  n/café.txt  characters 0-10"
+
+
 # -- P6: a tampered journal row count --------------------------------------------------------------------------------
 def test_a_journal_row_count_the_store_does_not_hold_is_named_and_repaired(tmp_path: Path) -> None:
     texts, spec = ingested("chroma", tmp_path, 2)
