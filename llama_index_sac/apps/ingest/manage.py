@@ -134,11 +134,12 @@ def _chosen(target: str, ids: Sequence[str]) -> list[str]:
     if _ESCAPE.search(key) and not _matches(key, ids):  # a literal backslash in a name wins over an escape
         return _matches(_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), key), ids)
     exact = _matches(key, ids)
-    folded = _matches(unicodedata.normalize("NFC", key), [unicodedata.normalize("NFC", d) for d in ids])
-    alike = [d for d in ids if unicodedata.normalize("NFC", d) in set(folded)]
+    folded = unicodedata.normalize("NFC", key)
+    nfc = {d: unicodedata.normalize("NFC", d) for d in ids}
+    alike = [d for d in ids if nfc[d] == folded or nfc[d].startswith(folded + "/")]  # linear in the ids
     if set(alike) == set(exact):
         return exact
-    if not exact and len(alike) == len({unicodedata.normalize("NFC", d) for d in alike}):
+    if not exact and len(alike) == len({nfc[d] for d in alike}):
         return alike  # written in another form than the only document of that name
     raise IngestError(f"nothing removed: {target!r} names documents whose names differ only in Unicode normalisation "
                       f"(NFC/NFD): {', '.join(escaped_id(d) for d in alike[:6])}{' ...' if len(alike) > 6 else ''}; "
