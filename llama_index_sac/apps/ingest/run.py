@@ -20,7 +20,8 @@ out because the docstore hashes metadata too, and a touch or a move would make e
 
 The ingest record beside the store is a cache of what the store holds: each run first checks that the store holds the
 rows the record lists (:func:`~llama_index_sac.apps.ingest.store.check_rows`) and writes again the documents it
-lacks. :func:`query` (:mod:`~llama_index_sac.apps.ingest.query`) retrieves the top-k chunks of a question. The CLI
+lacks (those whose files it does not read are taken out of the record, so that it vouches only for rows the store
+holds). :func:`query` (:mod:`~llama_index_sac.apps.ingest.query`) retrieves the top-k chunks of a question. The CLI
 commands are in :mod:`~llama_index_sac.apps.ingest.commands`, ``ls`` and ``rm`` in
 :mod:`~llama_index_sac.apps.ingest.manage`; the user guide is ``docs/ingest.md``.
 """
@@ -33,7 +34,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,6 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from tqdm.auto import tqdm
 
 from llama_index_sac._util import require_extra
-from llama_index_sac.apps._display import counted
 from llama_index_sac.apps.ingest.document_index import save_document_index
 from llama_index_sac.apps.ingest.files import (
     SUFFIXES,
@@ -61,6 +61,7 @@ from llama_index_sac.apps.ingest.identity import Folder, in_scope, load_folders,
 from llama_index_sac.apps.ingest.journal import Journal, replay
 from llama_index_sac.apps.ingest.query import QueryHit, load_model, query
 from llama_index_sac.apps.ingest.readers import shown
+from llama_index_sac.apps.ingest.report import IngestReport
 from llama_index_sac.apps.ingest.steps import (
     IngestSettings,
     build_steps,
@@ -79,39 +80,6 @@ __all__ = ["IngestError", "IngestReport", "IngestSettings", "QueryHit", "StoreSp
 #: Characters of text transformed together by the local engine before their documents are committed: enough chunks
 #: for full embedding batches, few enough that an interrupt loses little.
 GROUP_CHARS = 16_000
-
-
-@dataclass
-class IngestReport:
-    """What one :func:`ingest` run did (documents: one per readable file; chunks: rows written to the store)."""
-
-    store: str
-    collection: str
-    engine: str
-    new: int = 0
-    changed: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    chunks_written: int = 0  # chunks embedded and written this run
-    summaries: int = 0  # summaries computed this run (the summarizer's calls)
-    skipped: dict[str, str] = field(default_factory=dict)  # file -> why it could not be read (not ingested)
-    failed: dict[str, str] = field(default_factory=dict)  # document id -> why its summary failed (not written)
-    empty: list[str] = field(default_factory=list)  # documents written this run that gave no chunk (no text)
-    redone: list[str] = field(default_factory=list)  # documents written again: interrupted, or rows missing
-    missing: list[str] = field(default_factory=list)  # paths given that no longer exist (their documents kept)
-    unrecorded: list[str] = field(default_factory=list)  # documents not read this run whose rows the store lacked
-    seconds: float = 0.0
-
-    def line(self) -> str:
-        """The final line of ``llama-sac ingest``."""
-        extra = "".join(f", {n} {what}" for n, what in (
-            (len(self.redone), "written again (interrupted, or rows missing)"),
-            (len(self.unrecorded), "taken out of the record (rows missing, file not ingested this run)"),
-            (len(self.missing), "missing path(s)"), (len(self.skipped), "unreadable file(s) skipped"),
-            (len(self.failed), "summary failure(s)")) if n)
-        return (f"{self.store} (collection {self.collection}, engine {self.engine}): documents {self.new} new, "
-                f"{self.changed} changed, {self.unchanged} unchanged, {self.removed} removed{extra}; "
-                f"{counted(self.chunks_written, 'chunk')} written in {self.seconds:.1f} s")
 
 
 # -- ingestion -------------------------------------------------------------------------------------------------------
