@@ -230,7 +230,19 @@ def _open(stack: ExitStack, spec: StoreSpec, record: IngestRecord, settings: Ing
             show_progress=settings.show_progress,
         )
     stack.enter_context(record.lock())
+    errors, is_open = store_errors(spec.kind), [False]
+
+    def finished_are_kept(kind: Any, exc: BaseException | None, trace: Any) -> bool:
+        """A Chroma server that fails in the middle of the run (open_store's error, raised as the stack unwinds):
+        say that what was committed stays."""
+        if is_open[0] and spec.url and isinstance(exc, IngestError) and isinstance(exc.__cause__, errors):
+            raise IngestError(f"{exc} The documents committed before it are kept: run the same ingest again to "
+                              "write the rest") from exc.__cause__
+        return False
+
+    stack.push(finished_are_kept)
     opened = stack.enter_context(open_store(spec, settings.collection, create=True))
+    is_open[0] = True
     if not record.exists() and opened.rows:
         raise IngestError(f"collection {settings.collection!r} of {spec} holds {opened.rows} rows that llama-sac "
                           f"ingest did not write (no {record.directory}): use another --collection or --vector-store")
