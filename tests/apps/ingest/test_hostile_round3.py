@@ -185,7 +185,8 @@ def test_query_prints_an_nfd_id_marked(capsys: pytest.CaptureFixture[str]) -> No
     from llama_index_sac.apps.ingest.commands import _print_hits
     from llama_index_sac.apps.ingest.query import QueryHit
 
-    _print_hits([QueryHit(f"n/{NFD}", 0, 10, 0.5, None, "text"), QueryHit(f"n/{NFC}", 0, 10, 0.4, None, "text")])
+    _print_hits([QueryHit(f"n/{NFD}", 0, 10, 0.5, None, "text"), QueryHit(f"n/{NFC}", 0, 10, 0.4, None, "text")],
+                "text", None)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "1. score 0.5000  n/cafe\\u0301.txt (NFD)  characters 0-10"
     assert lines[3] == "2. score 0.4000  n/café.txt  characters 0-10"
