@@ -369,11 +369,13 @@ def model_backend(model: BaseEmbedding) -> str:
 
 def recorded_space(recorded: dict[str, Any]) -> dict[str, Any]:
     """A recorded embedding fingerprint as :func:`model_space` gives it: a record written before the ONNX backend
-    names the class (the torch runtime) and no precision (float32); the ONNX graph kind is not part of the space."""
+    names the class (the torch runtime) and no precision (float32); the ONNX graph kind and the device are not part of
+    the space."""
     space = dict(recorded)
     if space.get("class_name") in _RUNTIME_CLASSES:
         del space["class_name"]
         space.pop("graph", None)  # the fused ONNX graph gives the plain graph's vectors up to float rounding
+        space.pop("device", None)  # a GPU gives the CPU's vectors up to float rounding (float16: cosine 0.999)
     space.setdefault("precision", "float32")
     return space
 

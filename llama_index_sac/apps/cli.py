@@ -258,6 +258,7 @@ def eval_command(
     embed_precision: Annotated[EmbedPrecisionChoice, field_option(RunSettings, "embed_precision")] = _PRECISION,
     embed_threads: Annotated[int | None, field_option(RunSettings, "embed_threads")] = None,
     embed_graph: Annotated[EmbedGraphChoice, field_option(RunSettings, "embed_graph")] = _GRAPH,
+    device: Annotated[str | None, field_option(RunSettings, "embed_device", "--device")] = None,
     k: Annotated[str, typer.Option("--k", help="k values, comma-separated positive integers.")] = _KS,
     confusion_k: Annotated[int, field_option(RunSettings, "confusion_k")] = field_default(RunSettings, "confusion_k"),
     retrieval_threads: Annotated[int, field_option(RunSettings, "retrieval_threads")
@@ -294,7 +295,7 @@ def eval_command(
                                 n_documents=n_documents, folder=folder, questions=questions)
         settings = run_settings(ks=ks, embed_model=embed_model, embed_backend=embed_backend,
                                 embed_precision=embed_precision, embed_threads=embed_threads, embed_graph=embed_graph,
-                                cache_dir=cache_dir,
+                                embed_device=device, cache_dir=cache_dir,
                                 confusion_k=confusion_k,
                                 show_progress=progress and not quiet, retrieval_threads=retrieval_threads,
                                 llm_concurrency=llm_concurrency)

@@ -51,6 +51,7 @@ __all__ = [
     "OverflowPolicy",
     "check_embed_limit",
     "check_text_limit",
+    "device_kind",
     "embedding_identity",
     "embedding_max_tokens",
     "embedding_space",
@@ -171,18 +172,50 @@ def torch_embedding_model(model_name: str | None = None, **kwargs: Any) -> BaseE
 def embedding_identity(embed_model: BaseEmbedding) -> dict[str, str]:
     """What identifies an embedding model in a cache key: ``{"class_name": ..., "model_name": ...}``, plus
     ``"precision"`` for a model that declares one (``OnnxEmbedding``: the class names the backend, the precision its
-    graph) and ``"graph"`` for a model whose ``graph_identity`` names a rewritten graph (``OnnxEmbedding`` with the
-    fused graph: its vectors equal the plain graph's only up to float rounding, so caches keep them apart). A wrapper
-    that exposes ``wrapped_embedding`` is looked through for both."""
+    graph; a torch model whose weights are not float32 names their dtype, ``"float16"``), ``"graph"`` for a model whose
+    ``graph_identity`` names a rewritten graph (``OnnxEmbedding`` with the fused graph: its vectors equal the plain
+    graph's only up to float rounding, so caches keep them apart) and ``"device"`` for a model on another device
+    than the CPU (its kind, ``"cuda"``: a GPU's vectors equal the CPU's up to float rounding). A wrapper that exposes
+    ``wrapped_embedding`` is looked through for all of them."""
     identity = {"class_name": embed_model.class_name(), "model_name": str(embed_model.model_name)}
     inner = _unwrapped(embed_model)
     precision = getattr(inner, "precision", None)
     if isinstance(precision, str):
         identity["precision"] = precision
+    else:
+        dtype = _torch_dtype(inner)
+        if dtype is not None and dtype != "float32":  # sentence-transformers' weights in half precision
+            identity["precision"] = dtype
     graph = getattr(inner, "graph_identity", None)
     if isinstance(graph, str):
         identity["graph"] = graph
+    device = device_kind(inner)
+    if device is not None and device != "cpu":
+        identity["device"] = device
     return identity
+
+
+def device_kind(embed_model: BaseEmbedding) -> str | None:
+    """The kind of device ``embed_model`` runs on (``"cpu"``, ``"cuda"``...; ``None``: unknown): its ``device``
+    string (``OnnxEmbedding``), else the device of its sentence-transformers model (``HuggingFaceEmbedding``)."""
+    device = getattr(embed_model, "device", None)
+    if not isinstance(device, str):
+        device = getattr(getattr(embed_model, "_model", None), "device", None)
+    kind = getattr(device, "type", device)  # torch.device: its type
+    return kind.partition(":")[0] if isinstance(kind, str) else None
+
+
+def _torch_dtype(embed_model: BaseEmbedding) -> str | None:
+    """The dtype of the first weight of the model's torch module (``"float32"``, ``"float16"``...), or ``None``."""
+    parameters = getattr(getattr(embed_model, "_model", None), "parameters", None)
+    if not callable(parameters):
+        return None
+    try:
+        first = next(iter(parameters()), None)
+    except TypeError:
+        return None
+    dtype = getattr(first, "dtype", None)
+    return str(dtype).removeprefix("torch.") if dtype is not None else None
 
 
 def embedding_space(embed_model: BaseEmbedding) -> dict[str, str]:

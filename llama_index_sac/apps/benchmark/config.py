@@ -46,7 +46,7 @@ from llama_index_sac.apps.benchmark.components import (
 )
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scope, load_legalbenchrag
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
-from llama_index_sac.embeddings.default import EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
+from llama_index_sac.embeddings.default import DEVICE_PATTERN, EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
 from llama_index_sac.embeddings.onnx_export import GraphKind
 from llama_index_sac.evaluation.metrics import DEFAULT_KS
 from llama_index_sac.summarizers.base import IDENTITY_METADATA_KEYS
@@ -318,6 +318,7 @@ class RunSettings(BaseModel):
     embed_precision: OfferedPrecision = Field(default="float32", description=_BACKEND["precision"].description)
     embed_threads: int | None = Field(default=None, ge=1, le=1024, description=_BACKEND["num_threads"].description)
     embed_graph: GraphKind = Field(default=_BACKEND["graph"].default, description=_BACKEND["graph"].description)
+    embed_device: str | None = Field(default=None, pattern=DEVICE_PATTERN, description=_BACKEND["device"].description)
     cache_dir: Path = Field(default_factory=default_cache_dir, description="Embedding and summary cache folder.")
     confusion_k: int = Field(default=8, ge=1, description="k at which document confusions are counted (at most "
                              "the largest k).")
@@ -326,9 +327,11 @@ class RunSettings(BaseModel):
     llm_concurrency: int = Field(default=2, ge=1, description="Concurrent requests of an LLM summarizer.")
 
     def embed_options(self) -> EmbeddingBackendOptions:
-        """The runtime options of the embedding model (``embed_backend``, ``embed_precision``, ``embed_threads``)."""
+        """The runtime options of the embedding model (``embed_backend``, ``embed_precision``, ``embed_threads``,
+        ``embed_graph``, ``embed_device``)."""
         return EmbeddingBackendOptions.model_construct(backend=self.embed_backend, precision=self.embed_precision,
-                                                       num_threads=self.embed_threads, graph=self.embed_graph)
+                                                       num_threads=self.embed_threads, graph=self.embed_graph,
+                                                       device=self.embed_device)
 
     @model_validator(mode="after")
     def _check_embed_options(self) -> RunSettings:

@@ -61,7 +61,7 @@ SUMMARY_OPTIONS: dict[str, str] = {
 #: ``eval`` options -> the :class:`RunSettings` field they set.
 SETTINGS_OPTIONS: dict[str, str] = {
     "k": "ks", "embed_model": "embed_model", "embed_backend": "embed_backend", "embed_precision": "embed_precision",
-    "embed_threads": "embed_threads", "embed_graph": "embed_graph", "cache_dir": "cache_dir",
+    "embed_threads": "embed_threads", "embed_graph": "embed_graph", "device": "embed_device", "cache_dir": "cache_dir",
     "confusion_k": "confusion_k",
     "progress": "show_progress", "retrieval_threads": "retrieval_threads", "llm_concurrency": "llm_concurrency",
 }
@@ -75,8 +75,12 @@ DEFAULT_CONFIGS = ("baseline", "llamaindex", "default")
 
 
 def _messages(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {str(e['msg']).removeprefix('Value error, ')}".lstrip(": ")
-                     for e in exc.errors())
+    return "; ".join(f"{_WHERE.get(where, where)}: {str(e['msg']).removeprefix('Value error, ')}".lstrip(": ")
+                     for e in exc.errors() for where in ['.'.join(map(str, e['loc']))])
+
+
+#: Settings named by their option in messages where the two names differ.
+_WHERE = {"embed_device": "--device"}
 
 
 def configs_from_options(specs: Sequence[str], options: Mapping[str, Any]) -> list[RunConfig]:

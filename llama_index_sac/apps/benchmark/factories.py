@@ -95,7 +95,7 @@ def load_embedding_model(name: str | None, options: EmbeddingBackendOptions | No
     options = options if options is not None else EmbeddingBackendOptions()
     try:
         return default_embedding_model(name, backend=options.backend, precision=options.precision,
-                                       num_threads=options.num_threads, graph=options.graph)
+                                       num_threads=options.num_threads, graph=options.graph, device=options.device)
     except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
         raise EvaluationSetupError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 

@@ -111,6 +111,7 @@ def ingest_command(
     embed_backend: Annotated[str | None, field_option(IngestSettings, "embed_backend")] = None,
     embed_precision: Annotated[str | None, field_option(IngestSettings, "embed_precision")] = None,
     embed_threads: Annotated[int | None, field_option(IngestSettings, "embed_threads")] = None,
+    device: Annotated[str | None, field_option(IngestSettings, "embed_device", "--device")] = None,
     workers: Annotated[int | None, field_option(IngestSettings, "workers")] = None,
     batch_documents: Annotated[int | None, field_option(IngestSettings, "batch_documents")] = None,
     max_file_bytes: Annotated[int | None, field_option(IngestSettings, "max_file_bytes")] = None,
@@ -128,7 +129,7 @@ def ingest_command(
         settings = settings_from_options(
             collection=collection, engine=engine, parser=parser, chunk_size=chunk_size, summarizer=summarizer,
             llm=llm, llm_api_base=llm_api_base, embed_model=embed_model, embed_backend=embed_backend,
-            embed_precision=embed_precision, embed_threads=embed_threads, workers=workers,
+            embed_precision=embed_precision, embed_threads=embed_threads, device=device, workers=workers,
             batch_documents=batch_documents, max_file_bytes=max_file_bytes, max_pages=max_pages,
             progress=progress, summary_metadata=None if summary_metadata is None else [
                 key.strip() for key in summary_metadata.split(",") if key.strip()])
@@ -271,6 +272,7 @@ def serve_command(
     = 5,
     embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
                                                     "ingested with).")] = None,
+    device: Annotated[str | None, typer.Option(help=_BACKEND["device"].description, show_default=False)] = None,
     document_aware: Annotated[bool, typer.Option(
         "--document-aware/--plain", help="Rank with DocumentAwareRetriever (the default; its document index is "
         "read once, at start), or plain dense retrieval.")] = DEFAULT_DOCUMENT_AWARE,
@@ -288,6 +290,10 @@ def serve_command(
         sys.stdout.flush()
 
     try:
+        try:
+            options = None if device is None else EmbeddingBackendOptions(device=device)
+        except ValidationError as exc:
+            raise _fail(_settings_error(exc)) from None
         spec = StoreSpec.parse(vector_store, state_dir)
         try:  # the address first: a port in use is said before the model loads
             server = QueryServer((host, port), None, k)
@@ -295,7 +301,7 @@ def serve_command(
             raise IngestError(f"cannot serve on {host}:{port}: {type(exc).__name__}: {exc.strerror or exc}") from None
         try:
             with warnings.catch_warnings(), Searcher(spec, collection=collection, embed_model_name=embed_model,
-                                                     document_aware=document_aware,
+                                                     embed_options=options, document_aware=document_aware,
                                                      show_progress=progress) as searcher:
                 warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
                 server.searcher = searcher

@@ -142,7 +142,7 @@ def load_model(name: str | None, show_progress: bool, options: EmbeddingBackendO
     with model_loading_progress(show_progress) if torch_backend else nullcontext():
         try:
             return default_embedding_model(name, backend=options.backend, precision=options.precision,
-                                           num_threads=options.num_threads)
+                                           num_threads=options.num_threads, device=options.device)
         except Exception as exc:  # EmbeddingModelError, an ImportError naming the extra, an error of the backend
             raise IngestError(f"embedding model {name or 'default'!r} cannot be loaded: {exc}") from None
 

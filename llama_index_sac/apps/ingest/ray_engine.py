@@ -15,7 +15,8 @@ Stages (Ray actors, ``ActorPoolStrategy(min_size=1, max_size=workers)`` each, on
    ``[parser, SummaryAugmentationTransformation]`` as the local engine on its batch, so every document is summarized
    once, from its whole text, with all of its chunks in the same call (identical summaries, ``summary_source`` and
    EMBED strings).
-2. ``embed``: batches of chunks; each actor embeds them with its own copy of the embedding model.
+2. ``embed``: batches of chunks; each actor embeds them with its own copy of the embedding model (with a GPU
+   device, each actor asks Ray for one GPU: ``embed_gpus``).
 
 Rows travel as LlamaIndex's docstore JSON (``doc_to_json``), embeddings included, so nodes come back field for field;
 they are returned in the order of the input documents, and of the parser within a document, whatever order Ray
@@ -206,6 +207,9 @@ class RayStages(TransformComponent):
     workers: int = Field(default=2, ge=1, description="Maximum Ray actors per stage.")
     documents_per_batch: int = Field(default=8, ge=1, description="Whole documents per first-stage batch.")
     nodes_per_batch: int = Field(default=256, ge=1, description="Chunks per embedding batch.")
+    embed_gpus: float = Field(default=0.0, ge=0.0, le=64.0, description="GPUs each embedding actor asks Ray for (0: "
+                              "none; 1 with --device cuda: Ray starts one embedding actor per free GPU and shows it "
+                              "that GPU alone).")
     show_progress: bool = Field(default=False, description="Ray Data's progress bars, one per stage.")
 
     @classmethod
@@ -238,8 +242,9 @@ class RayStages(TransformComponent):
         }
         dataset = dataset.map_batches(ParseAndSummarize, fn_constructor_args=(self.parse_and_summarize,),
                                       batch_size=self.documents_per_batch, **pool)
+        gpus = {"num_gpus": self.embed_gpus} if self.embed_gpus else {}
         dataset = dataset.map_batches(Embed, fn_constructor_args=(self.embed,), batch_size=self.nodes_per_batch,
-                                      **pool)
+                                      **pool, **gpus)
         pending: dict[int, list[tuple[int, str]]] = {}
         for row in dataset.iter_rows():  # streaming: rows come as the stages finish them
             chunks = pending.setdefault(row["order"], [])

@@ -228,6 +228,7 @@ def _open(stack: ExitStack, spec: StoreSpec, record: IngestRecord, settings: Ing
             embed=partial(embed_steps, settings, injected),
             workers=settings.workers or max(1, int(resources.get("CPU", 1))),
             show_progress=settings.show_progress,
+            embed_gpus=settings.embed_gpus(),
         )
     stack.enter_context(record.lock())
     errors, is_open = store_errors(spec.kind), [False]

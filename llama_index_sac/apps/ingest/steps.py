@@ -20,7 +20,7 @@ from llama_index_sac.apps.ingest.files import MAX_FILE_BYTES, MAX_PAGES, IngestE
 from llama_index_sac.apps.ingest.pages import PageNumbers
 from llama_index_sac.apps.ingest.query import load_model
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
-from llama_index_sac.embeddings.default import EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
+from llama_index_sac.embeddings.default import DEVICE_PATTERN, EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
 from llama_index_sac.settings import (
     AnyParserSettings,
     AnySummarizerSettings,
@@ -69,6 +69,7 @@ class IngestSettings(BaseModel):
     embed_backend: EmbedBackend | None = Field(default=None, description=_BACKEND["backend"].description)
     embed_precision: OfferedPrecision = Field(default="float32", description=_BACKEND["precision"].description)
     embed_threads: int | None = Field(default=None, ge=1, le=1024, description=_BACKEND["num_threads"].description)
+    embed_device: str | None = Field(default=None, pattern=DEVICE_PATTERN, description=_BACKEND["device"].description)
     workers: int | None = Field(default=None, ge=1, description="--engine ray: maximum Ray actors per stage "
                                 "(None: the cluster's CPUs).")
     batch_documents: int = Field(default=1000, ge=1, description="Files per round (read, transform, write, save).")
@@ -102,9 +103,14 @@ class IngestSettings(BaseModel):
         return self
 
     def embed_options(self) -> EmbeddingBackendOptions:
-        """The runtime options of the embedding model (``embed_backend``, ``embed_precision``, ``embed_threads``)."""
+        """The runtime options of the embedding model (``embed_backend``, ``embed_precision``, ``embed_threads``,
+        ``embed_device``)."""
         return EmbeddingBackendOptions.model_construct(backend=self.embed_backend, precision=self.embed_precision,
-                                                       num_threads=self.embed_threads)
+                                                       num_threads=self.embed_threads, device=self.embed_device)
+
+    def embed_gpus(self) -> float:
+        """GPUs each Ray embedding actor asks for (``--engine ray``): one with a CUDA ``--device``, else none."""
+        return 1.0 if (self.embed_device or "cpu").startswith("cuda") else 0.0
 
 
 #: ``ingest`` options -> the :class:`IngestSettings` key they set (dotted: inside ``parser`` or ``summarizer``).
@@ -113,7 +119,8 @@ OPTIONS: dict[str, str] = {
     "summarizer": "summarizer.kind", "llm": "summarizer.model", "llm_api_base": "summarizer.api_base",
     "summary_metadata": "summarizer.metadata_keys",
     "embed_model": "embed_model", "embed_backend": "embed_backend", "embed_precision": "embed_precision",
-    "embed_threads": "embed_threads", "workers": "workers", "batch_documents": "batch_documents",
+    "embed_threads": "embed_threads", "device": "embed_device", "workers": "workers",
+    "batch_documents": "batch_documents",
     "max_file_bytes": "max_file_bytes", "max_pages": "max_pages", "progress": "show_progress",
 }
 _NAMES = {key: "--" + option.replace("_", "-") for option, key in OPTIONS.items()}
@@ -178,8 +185,9 @@ def build_steps(settings: IngestSettings, embed: BaseEmbedding | None,
     Raises:
         IngestError: the embedding model or the LLM cannot be set up.
     """
-    if embed is None:
-        embed = load_model(settings.embed_model, settings.show_progress, settings.embed_options())
+    if embed is None:  # a Ray worker of the first stage: no GPU of its own, so the model on the CPU
+        options = settings.embed_options().model_copy(update={"device": None, "precision": "float32"})
+        embed = load_model(settings.embed_model, settings.show_progress, options)
     parser = build_parser(settings.parser, embed)
     llm = isinstance(settings.summarizer, LLMSummarizerSettings)
     try:
