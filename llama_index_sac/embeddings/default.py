@@ -42,8 +42,8 @@ from llama_index_sac.embeddings.model import (
 )
 from llama_index_sac.embeddings.onnx_export import DEFAULT_ONNX_GRAPH, GRAPH_IDENTITIES, GraphKind
 
-__all__ = ["DEVICE_PATTERN", "EMBED_BACKENDS", "EMBED_PRECISIONS", "EmbedBackend", "EmbeddingBackendOptions",
-           "OfferedPrecision", "check_device", "default_embedding_model", "embedding_from_identity",
+__all__ = ["DEVICE_PATTERN", "EMBED_BACKENDS", "EMBED_PRECISIONS", "GPU_EMBED_BATCH_SIZE", "EmbedBackend",
+           "EmbeddingBackendOptions", "OfferedPrecision", "check_device", "default_embedding_model", "embedding_from_identity",
            "is_default_model"]
 
 #: Runtime of the default model: ONNX Runtime or torch (sentence-transformers).
@@ -56,6 +56,8 @@ EMBED_PRECISIONS: tuple[str, ...] = ("float32", "float16")
 OfferedPrecision = Literal["float32", "float16"]
 #: The precisions of the ONNX graphs offered.
 _ONNX_PRECISIONS: tuple[str, ...] = ("float32",)
+#: Texts per forward pass of the torch model on a GPU (a GPU wants large batches; the CPU's default is smaller).
+GPU_EMBED_BATCH_SIZE = 256
 #: A device: ``cpu``, ``cuda`` (the first CUDA GPU) or ``cuda:N``.
 DEVICE_PATTERN = r"^(cpu|cuda(:[0-9]{1,3})?)$"
 
@@ -179,8 +181,9 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
             ``onnxruntime-gpu`` is installed, else torch).
         **kwargs: passed to ``OnnxEmbedding`` (``embed_batch_size``, ``show_progress``, ``cache_dir``) or
             to ``HuggingFaceEmbedding`` (``cache_folder``, ``embed_batch_size``...); ``embed_batch_size``
-            defaults to :data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_BATCH_SIZE` on ONNX and
-            :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE` on torch.
+            defaults to :data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_BATCH_SIZE` on ONNX,
+            :data:`~llama_index_sac.embeddings.model.DEFAULT_EMBED_BATCH_SIZE` on torch and
+            :data:`GPU_EMBED_BATCH_SIZE` on torch on a GPU.
 
     Returns:
         A new ``OnnxEmbedding`` or ``HuggingFaceEmbedding`` (a LlamaIndex ``BaseEmbedding``); for the default model
@@ -200,6 +203,8 @@ def default_embedding_model(model_name: str | None = None, *, backend: EmbedBack
     if options.resolved(model_name) == "torch":
         check_device(options.device)
         kwargs["device"] = options.device or "cpu"  # not HuggingFaceEmbedding's guess: the CPU unless a GPU is asked
+        if _is_cuda(options.device):
+            kwargs.setdefault("embed_batch_size", GPU_EMBED_BATCH_SIZE)
         embed_model = torch_embedding_model(model_name, **kwargs)
         if options.precision == "float16":
             getattr(embed_model, "_model").half()  # noqa: B009 (a private attribute): sentence-transformers' model
