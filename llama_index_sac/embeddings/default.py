@@ -43,8 +43,8 @@ from llama_index_sac.embeddings.model import (
 from llama_index_sac.embeddings.onnx_export import DEFAULT_ONNX_GRAPH, GRAPH_IDENTITIES, GraphKind
 
 __all__ = ["DEVICE_PATTERN", "EMBED_BACKENDS", "EMBED_PRECISIONS", "GPU_EMBED_BATCH_SIZE", "EmbedBackend",
-           "EmbeddingBackendOptions", "OfferedPrecision", "check_device", "default_embedding_model", "embedding_from_identity",
-           "is_default_model"]
+           "EmbeddingBackendOptions", "OfferedPrecision", "check_device", "default_embedding_model",
+           "embedding_from_identity", "is_default_model"]
 
 #: Runtime of the default model: ONNX Runtime or torch (sentence-transformers).
 EmbedBackend = Literal["onnx", "torch"]
