@@ -181,7 +181,7 @@ class DocumentLocator:
         score: dict[str, float] = {}
         counted: set[str] = set()
         spans: list[tuple[int, int]] = []
-        covered = -1
+        covered, last_evidence = -1, False
         for i, (_, _, word, _) in enumerate(runs):
             if not (written[i] or (lowercase and self._distinctive(word))):
                 continue
@@ -190,19 +190,19 @@ class DocumentLocator:
                 found = self.documents_of(f"{word}{PAIR_SEPARATOR}{runs[i + 1][2]}")
             if not found:
                 continue
-            left, right, start, end, evidence = _phrase(query, runs, i, self._stop)
+            if i <= covered:  # inside the phrase of an earlier name: its phrase, read once (linear)
+                evidence = last_evidence
+            else:
+                _, right, start, end, evidence = _phrase(query, runs, i, self._holders)
             if not evidence and max(found.values()) < _FILE_NAME_WEIGHT:
                 continue  # a rare capitalised word that is not a document's name here ("the No-Shop Clause")
             if i > covered:
                 spans.append((start, end))
-                covered = right
-            elif spans and start < spans[-1][0]:
-                spans[-1] = (start, spans[-1][1])
+                covered, last_evidence = right, evidence
             if word not in counted:
                 counted.add(word)
                 for doc_id, weight in found.items():
                     score[doc_id] = score.get(doc_id, 0.0) + weight / len(found)
-            del left
         if not score:
             return Located((), query)
         best = max(score.values())
@@ -251,7 +251,7 @@ def _joined(query: str, end: int, start: int) -> bool:
 
 
 def _phrase(query: str, runs: list[tuple[int, int, str, bool]], hit: int,
-            stop: frozenset[str]) -> tuple[int, int, int, int, bool]:
+            holders: Mapping[str, object]) -> tuple[int, int, int, int, bool]:
     """The phrase naming a document around the run ``hit`` (module docstring): ``(first run, last run, start, end,
     evidence)``, ``evidence`` saying that it reads as a document's name: it holds a document-type word, a legal
     suffix, "between" or a possessive, or a preposition opens it ("in", "under", "consider" ...)."""
@@ -260,9 +260,9 @@ def _phrase(query: str, runs: list[tuple[int, int, str, bool]], hit: int,
         return cap or word in DOCUMENT_TYPE_WORDS or word in _GLUE or word in LEGAL_SUFFIXES
 
     left = hit
-    while left > 0 and _joined(query, runs[left - 1][1], runs[left][0]) and part(left - 1) and not (
-            runs[left - 1][3] and runs[left - 1][2] in stop and _sentence_start(query, runs[left - 1][0])):
-        left -= 1
+    while left > 0 and _joined(query, runs[left - 1][1], runs[left][0]) and part(left - 1) and (
+            runs[left - 1][2] in holders or not _sentence_start(query, runs[left - 1][0])):
+        left -= 1  # not over the first word of a sentence ("Does", "What"), unless it is a name itself
     right = hit
     while right + 1 < len(runs) and _joined(query, runs[right][1], runs[right + 1][0]) and part(right + 1):
         right += 1
@@ -276,9 +276,13 @@ def _phrase(query: str, runs: list[tuple[int, int, str, bool]], hit: int,
     back = left - 1
     if back > 0 and runs[back][2] in _DETERMINERS and _joined(query, runs[back][1], runs[left][0]):
         back -= 1
+    if back > 0 and runs[back][2] == "to" and runs[back - 1][2] == "according":
+        back -= 1
     if back >= 0 and runs[back][2] in _OPENERS and all(
             _joined(query, runs[i][1], runs[i + 1][0]) for i in range(back, left)):
-        left, evidence = back, True  # "in the", "under", "consider" ... opens the phrase
+        left, evidence = back, True  # "in the", "under", "consider", "according to" ... opens the phrase
+    elif left > 0 and runs[left - 1][2] in _DETERMINERS and _joined(query, runs[left - 1][1], runs[left][0]):
+        left -= 1  # "the Acme NDA"
     end = runs[right][1]
     if end < len(query) and query[end] in "'\u2019":  # the possessive "'s" / "'" of the last word
         evidence = True
