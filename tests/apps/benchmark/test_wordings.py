@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from llama_index_sac.apps.benchmark import factories, report
 from llama_index_sac.apps.benchmark.config import LoaderOptions, RunSettings, parse_config
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
+from llama_index_sac.apps.benchmark.runner import run_evaluation
 from llama_index_sac.apps.benchmark.wordings import (
     WORDINGS,
     WordingError,
@@ -22,7 +23,6 @@ from llama_index_sac.apps.benchmark.wordings import (
     short_name,
     wording_of,
 )
-from llama_index_sac.apps.benchmark.runner import run_evaluation
 from llama_index_sac.apps.cli import app
 from tests.apps.benchmark.test_cli import one_error, runner
 from tests.conftest import FakeEmbedding
