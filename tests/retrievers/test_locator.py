@@ -73,9 +73,13 @@ def test_a_rare_capitalised_word_is_a_name_only_in_a_phrase_that_reads_as_a_docu
 
 
 def test_a_word_many_documents_hold_names_none():
-    names = {f"d{i}.txt": {"acme": 1} for i in range(3)}
-    assert DocumentLocator(names).locate("Under the Acme NDA, may I keep copies?").documents == ()
-    assert DocumentLocator(names, max_documents=3).locate("Under the Acme NDA, may I?").documents == tuple(names)
+    names = {f"d{i}.txt": {"acme": 1} for i in range(4)}
+    assert DocumentLocator(names).locate("Under the Acme NDA, may I keep copies?").documents == ()  # 4 > 3
+    assert DocumentLocator(names, max_documents=4).locate("Under the Acme NDA, may I?").documents == tuple(names)
+    two = DocumentLocator({"a": {"acme": 1, "dunmore": 1}, "b": {"acme": 1}}, min_share=0.5)
+    assert two.locate("Under the Acme NDA, may I?").documents == ("a", "b")  # 1/2 each: a tie
+    assert two.locate("Under the Acme NDA with Dunmore, may I?").documents == ("a",)  # 1.5 against 0.5
+    assert DocumentLocator({"a": {"acme": 1}, "b": {"acme": 1}}).locate("Under the Acme NDA?").documents == ("a", "b")
 
 
 def test_file_name_words():
