@@ -57,7 +57,7 @@ def held_out(grid: dict[tuple[int, float], dict[tuple[str, str], float]], axis: 
     cells = next(iter(grid.values()))
     out = {}
     for held in sorted({key[axis] for key in cells}):
-        def objective(point: tuple[int, float], inside: bool) -> float:
+        def objective(point: tuple[int, float], inside: bool, held: str = held) -> float:
             values = [v for key, v in grid[point].items() if (key[axis] == held) == inside]
             return sum(values) / len(values)
 
