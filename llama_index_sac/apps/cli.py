@@ -292,12 +292,11 @@ def eval_command(
         )
         loader = loader_options(data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini,
                                 sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
-                                n_documents=n_documents, folder=folder, questions=questions,
-                                wordings=_split_list(wordings, "--wordings") or None)
+                                n_documents=n_documents, folder=folder, questions=questions, wordings=_split_list(
+                                    wordings, "--wordings"))
         settings = run_settings(ks=ks, embed_model=embed_model, embed_backend=embed_backend,
                                 embed_precision=embed_precision, embed_threads=embed_threads, embed_graph=embed_graph,
-                                cache_dir=cache_dir,
-                                confusion_k=confusion_k,
+                                cache_dir=cache_dir, confusion_k=confusion_k,
                                 show_progress=progress and not quiet, retrieval_threads=retrieval_threads,
                                 llm_concurrency=llm_concurrency)
         out, _ = run_and_report(loader, configs, settings, output_dir, echo, typer.echo)
