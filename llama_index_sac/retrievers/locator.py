@@ -34,8 +34,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
-from llama_index_sac.retrievers.document_names import (
+from llama_index_sac.constants import (
+    DEFAULT_LOCATOR_MAX_DOCUMENTS,
+    DEFAULT_LOCATOR_MIN_SHARE,
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
+)
+from llama_index_sac.retrievers.document_names import (
     PAIR_SEPARATOR,
     with_word_parts,
     word_tokens,
@@ -44,10 +48,6 @@ from llama_index_sac.summarizers.terms import TermStatistics, stop_words
 
 __all__ = ["DEFAULT_LOCATOR_MAX_DOCUMENTS", "DEFAULT_LOCATOR_MIN_SHARE", "DocumentLocator", "Located"]
 
-#: A word names documents when at most this many documents of the index have it among their identity words.
-DEFAULT_LOCATOR_MAX_DOCUMENTS = 3
-#: A document is located when its score is at least this share of the best document's.
-DEFAULT_LOCATOR_MIN_SHARE = 1.0
 # weight of a word of a document's file name (a name of its text weighs 1), and of one that is a stop word ("Keep")
 _FILE_NAME_WEIGHT = 2.0
 _STOP_FILE_NAME_WEIGHT = 0.5

@@ -2,10 +2,10 @@
 
 The expected digests were computed with the ranking of 0.3 (the document located wherever the query names it,
 ``retrievers/locator.py``; ``as-published`` reads the whole query and is 0.2's digest unchanged) on the built-in
-benchmark (``synthetic_contracts()``: 24 contracts, 108 queries, plus each of the first 20 queries reworded without its leading
-clause), chunked by ``RecursiveCharacterNodeParser()``, summarized by ``ExtractiveSummarizer()`` and embedded by the
-deterministic ``FakeEmbedding``. Each digest is the sha256 of every query's top 8 as ``(document, start offset,
-score rounded to 9 decimals)``."""
+benchmark (``synthetic_contracts()``: 24 contracts, 108 queries, plus each of the first 20 queries reworded
+without its leading clause), chunked by ``RecursiveCharacterNodeParser()``, summarized by ``ExtractiveSummarizer()``
+and embedded by the deterministic ``FakeEmbedding``. Each digest is the sha256 of every query's top 8 as
+``(document, start offset, score rounded to 9 decimals)``."""
 
 from __future__ import annotations
 
@@ -45,13 +45,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "as-published": ({"locator_only": False, "word_parts": False}, {"lexical_weight": 0.0, "question_weight": 0.0}),
 }
 GOLDEN = {
-    "default": "bd4ad255fc217a9a2bb684cb5a73b6d6173142cccb8a29258a84e6ce725b88cc",
-    "candidates-unfocused": "b430e65a6bfeab963db00c640019ca783d4afcf693f57e821413fd886479e107",
-    "focus-3": "60c5cff2d15a632ca81aa62fcb1bc691d57b67af3d0c4a40fe5f31b3f28316fa",
-    "hub-fix": "76c94db7e58cdeb91f93daf372da0345019e8a5783ace969a77f7f476b2dd8b9",
+    "default": "b77151234742bbed522d49fea9ad4cf01793afb8d51e6f0cd220c42b0e438479",
+    "candidates-unfocused": "a11589957e142e43a9aee4d46e2aab37e31c9a1dd15a69fd63ff439c9c1b2f96",
+    "focus-3": "298973ad455d627b18560b04c9872c3d5b7433458b460b548057cf269152ffe1",
+    "hub-fix": "622d185dbff76e6f6c384c5820eeffceba489975f52b6d13ebf03790bd6f3588",
     "as-published": "6e35693fbf245903424bfe671e439b80a72bfca6d179bdf136779cf2b23e4111",
-    "wrapped": "483bc2154b5eec630321955446bc8d66464bce793743ed7a69487d4ea6b5d594",
-    "postprocessor": "483bc2154b5eec630321955446bc8d66464bce793743ed7a69487d4ea6b5d594",
+    "wrapped": "a4f9351dc8156817e7078c79b9ba0d717a991e17930edc6685e5fbbbedc4446d",
+    "postprocessor": "a4f9351dc8156817e7078c79b9ba0d717a991e17930edc6685e5fbbbedc4446d",
 }
 
 

@@ -199,12 +199,13 @@ class BenchmarkInfo(_Model):
                                        "(datasets then read DATASET/WORDING); None: the queries as written.")
 
     @model_serializer(mode="wrap")
-    def _without_wordings(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The run's record without ``wordings`` when it has none (results written before the option read back
-        exactly as written)."""
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The run's record without ``questions`` and ``wordings`` when it has none (results written before those
+        options read back exactly as written)."""
         data: dict[str, Any] = handler(self)
-        if data.get("wordings") is None:
-            data.pop("wordings", None)
+        for key in ("questions", "wordings"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
     def loader_options(self, data_dir: str | Path | None = None) -> LoaderOptions:
