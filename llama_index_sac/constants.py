@@ -18,6 +18,8 @@ __all__ = [
     "DEFAULT_FOCUS_DOCUMENTS",
     "DEFAULT_LEXICAL_SCOPE",
     "DEFAULT_LEXICAL_WEIGHT",
+    "DEFAULT_LOCATOR_MAX_DOCUMENTS",
+    "DEFAULT_LOCATOR_MIN_SHARE",
     "DEFAULT_LOCATOR_ONLY",
     "DEFAULT_MAX_CHUNK_SIZE",
     "DEFAULT_MAX_DOCUMENT_FREQUENCY",
@@ -62,6 +64,11 @@ DEFAULT_REQUIRE_NAME_MATCH = False
 DEFAULT_LOCATOR_ONLY = True
 DEFAULT_WORD_PARTS = True
 DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
+#: The document locator (``retrievers/locator.py``): a word names documents when at most this many documents hold
+#: it, and a document is located at this share of the best score; chosen leave-one-dataset-out and
+#: leave-one-form-out (``bench/tune_locator.py``, ``docs/results.md`` section 7).
+DEFAULT_LOCATOR_MAX_DOCUMENTS = 3
+DEFAULT_LOCATOR_MIN_SHARE = 1.0
 
 #: Document-aware ranking (:class:`~llama_index_sac.retrievers.options.RankingOptions`): chunks returned, the
 #: prior's weight, the documents that get a filtered dense query over a vector index, the dense candidates fetched,

@@ -225,6 +225,9 @@ def _print_report(results: RunResults, args: argparse.Namespace) -> None:
             vals = [mean_over_k(c, ds, m) for m in ("drm", "precision", "recall")]
             cells.append(" / ".join(f"{100 * v:.1f}" if v is not None else "-" for v in vals))
         print(f"| {c.name} | " + " | ".join(cells) + " |")
+    wordings = report.format_wordings(results)
+    if wordings:
+        print("\nper wording (mean over k, %; P@1 = precision@1; overall = mean of the datasets):\n\n" + wordings)
     for pair in args.goal:
         a, _, b = pair.partition(":")
         print("\n" + goal_table(results, a, b))

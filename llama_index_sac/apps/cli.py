@@ -232,6 +232,7 @@ def eval_command(
     questions: Annotated[Path | None, typer.Option(
         help="With --folder: the questions file, JSON Lines of {question, file, quote} (docs/evaluate.md).",
         show_default=False)] = None,
+    wordings: Annotated[list[str] | None, field_option(LoaderOptions, "wordings", "--wordings")] = None,
     config: Annotated[list[str] | None, typer.Option(
         "--config", "-c", help=f"Configuration, repeatable: PRESET or PRESET:key=value,... with presets "
         f"{', '.join(PRESETS)} and dotted keys (sac:parser.chunk_size=400,summarizer.max_chars=300). Default: "
@@ -292,7 +293,8 @@ def eval_command(
         )
         loader = loader_options(data_dir=data_dir, datasets=_split_list(datasets, "--datasets"), mini=mini,
                                 sample=sample, seed=seed, scope=scope, benchmarks_dir=benchmarks_dir,
-                                n_documents=n_documents, folder=folder, questions=questions)
+                                n_documents=n_documents, folder=folder, questions=questions, wordings=_split_list(
+                                    wordings, "--wordings"))
         settings = run_settings(ks=ks, embed_model=embed_model, embed_backend=embed_backend,
                                 embed_precision=embed_precision, embed_threads=embed_threads, embed_graph=embed_graph,
                                 embed_device=device, cache_dir=cache_dir,

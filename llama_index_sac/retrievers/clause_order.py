@@ -1,9 +1,10 @@
 """Which clause of a located document comes first: :func:`order_within_documents`.
 
 The document prior and the fused score decide WHICH DOCUMENT holds each place of the answer; inside a document the
-query names, the full query is a poor judge of the clause, because its locator clause ("Consider the Non-Disclosure
-Agreement between CEII and NDA; ...") matches the document's summary, which every chunk of the document embeds
-alike. The question alone (the query without the locator clause, :func:`~.chunk_lexical.question_text`) says which
+query names, the full query is a poor judge of the clause, because the phrase naming the document ("Consider the
+Non-Disclosure Agreement between CEII and NDA; ...") matches the document's summary, which every chunk of the
+document embeds alike. The question alone (the query without the phrases naming documents,
+:meth:`~.document_index.DocumentIndex.locate`) says which
 clause, in the dense space as in words (the "query translator" of arXiv 2508.13107).
 
 So the places a located document won in the fused ranking are refilled, best first, by that document's chunks in

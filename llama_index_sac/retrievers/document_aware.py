@@ -15,16 +15,19 @@ the dense chunk score:
    ``similarity_top_k`` chunks of each of the ``focus_documents`` documents with the highest prior (one query
    filtered to each document's id), so the chunks of the document the query names are scored even when the
    unfiltered dense ranking misses them, and enough of them to fill the answer.
+   A query that names no document (:mod:`.locator`) has no prior, no lexical score and no clause order: it ranks
+   as the wrapped retrieval of the same chunks.
 3. **Fusion.** ``score(chunk) = dense_score(chunk) + prior_weight * prior(document of chunk) + lexical_weight *
    lexical(chunk)``; the top ``similarity_top_k`` are returned, each ``NodeWithScore.score`` being the fused score.
    ``lexical`` (:mod:`.chunk_lexical`) is the BM25 of the question (the query without what locates the document:
-   a leading "Consider ...;" clause and the distinctive names of the top-prior documents) against the candidates'
-   text, divided by the best candidate's: it picks the clause inside the document the prior picked.
+   the phrases naming documents, :meth:`DocumentIndex.locate`, and the distinctive names of the top-prior
+   documents) against the candidates' text, divided by the best candidate's: it picks the clause inside the
+   document the prior picked.
 4. **Clause order** (:mod:`.clause_order`). The places each located document won keep their document; they are
    refilled by that document's chunks in the order of ``(1 - question_weight) * dense(query) + question_weight *
    dense(question) + lexical_weight * lexical``, the question embedded alone and searched in each located document
-   (one more embedding and one filtered dense query per located document, only when the query has a locator
-   clause). The lexical score's document frequencies then count those hits as candidates too.
+   (one more embedding and one filtered dense query per located document, only when the query names a
+   document). The lexical score's document frequencies then count those hits as candidates too.
 
 Works over any LlamaIndex vector store whose dense scores are cosine similarities (NumpyVectorStore, Qdrant's
 default) or monotone in them, and that filters on the document id key (``ref_doc_id`` by default; every store
@@ -59,7 +62,6 @@ from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.constants import DEFAULT_FOCUS_DOCUMENTS, DEFAULT_SIMILARITY_TOP_K
 from llama_index_sac.embeddings.default import default_embedding_model
 from llama_index_sac.retrievers._llamaindex import embed_model_of, index_of
-from llama_index_sac.retrievers.chunk_lexical import question_text
 from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.options import RankingOptions, options_from
 from llama_index_sac.retrievers.ranking import located_documents, rank
@@ -207,11 +209,12 @@ class DocumentAwareRetriever(BaseRetriever):
         return located_documents(prior, focus) if focus else []
 
     def _question(self, query_bundle: QueryBundle, prior: dict[str, float]) -> QueryBundle | None:
-        """The question alone, to embed and search in the located documents; None when the clause order does not
-        use it (``question_weight`` 0, no prior, no vector index) or the query has no locator clause."""
+        """The question alone (what it asks without the names of its documents, :meth:`DocumentIndex.locate`), to
+        embed and search in the located documents; None when the clause order does not use it (``question_weight``
+        0, no prior, no vector index) or the query names no document."""
         if self.options.question_weight <= 0 or not prior or self.index is None:
             return None
-        question = question_text(query_bundle.query_str)
+        question = self.document_index.locate(query_bundle.query_str).question
         return None if question == query_bundle.query_str else QueryBundle(query_str=question)
 
     def _rank(self, hits: _Hits, prior: dict[str, float], query: str, question_hits: _Hits | None = None) -> _Hits:

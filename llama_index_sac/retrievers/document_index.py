@@ -2,9 +2,9 @@
 
 :class:`DocumentIndex` holds, per document, the SAC summary and the distinctive names of its text
 (:mod:`.document_names`), with a BM25 index (bm25s) over each. The prior of a query is, per document,
-``(1 - name_weight) * S + name_weight * N``: ``S`` the BM25 match of the query's words (of its locator clause:
-below) against the summaries, ``N`` that of its name tokens against the names, each divided by its maximum over the
-documents for this query (so in [0, 1]).
+``(1 - name_weight) * S + name_weight * N``: ``S`` the BM25 match of the query's words (of the phrases naming
+documents: below) against the summaries, ``N`` that of its name tokens against the names, each divided by its
+maximum over the documents for this query (so in [0, 1]).
 
 **Only a match that stands out counts** (``prior_margin``, ``require_name_match``). Divided by its maximum, a weak or
 generic match still gives some document 1.0: a query that names no document ("Does the document permit ...") makes
@@ -14,12 +14,11 @@ least ``1 + prior_margin`` times the runner-up's (else that part is 0 for every 
 ``require_name_match`` the whole prior is 0 unless one of the query's name tokens is a distinctive name of some
 document. Both leave the prior of a query that names its document unchanged.
 
-**The prior reads the document's name, not the question** (``locator_only``): when the query opens with a locator
-clause ("Consider Acme's NDA; does it ...", :func:`~llama_index_sac.retrievers.chunk_lexical.question_text`), only
-that clause is matched against the summaries and names (the whole query when the clause matches no document). The
-question's own words ("Confidential Information", "Receiving Party") are in every NDA and would lift the summaries
-most like them. A leading clause that is not a locator ("In short; ...") is read as one too; when it matches some
-document, the rest of the query is not read. **A hyphenated word also gives its distinctive parts** (``word_parts``,
+**The prior reads the document's name, not the question** (``locator_only``): only the phrases of the query that
+name documents (:meth:`DocumentIndex.locate`, :mod:`.locator`: wherever they are, "Consider Acme's NDA; ...", "...,
+in Acme's NDA?", "Does the Acme NDA ...?") are matched against the summaries and names, and a query that names no
+document has no prior at all. The question's own words ("Confidential Information", "Receiving Party") are in every
+NDA and would lift the summaries most like them. **A hyphenated word also gives its distinctive parts** (``word_parts``,
 :func:`~llama_index_sac.retrievers.document_names.with_word_parts`) on both sides of the summary match, so a summary
 that names ``AGProjects-NDA.txt`` matches a query about "AGProjects"; the name match reads the query's name tokens as
 written ("AGProjects-NDA" in a query matches only through the summaries).
@@ -45,8 +44,8 @@ from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac.documents import reconstruct_text
 from llama_index_sac.evaluation.locations import stored_nodes
-from llama_index_sac.retrievers.chunk_lexical import question_text
 from llama_index_sac.retrievers.document_names import distinctive_names, query_tokens, with_word_parts, word_tokens
+from llama_index_sac.retrievers.locator import DocumentLocator, Located
 from llama_index_sac.retrievers.options import DocumentPriorOptions, options_from
 from llama_index_sac.summarizers.terms import TermStatistics
 
@@ -61,6 +60,8 @@ MAX_NAME_OCCURRENCES = 1 << 24
 LOAD_MAX_BYTES = 1 << 30
 #: File name of :meth:`DocumentIndex.persist` in a ``persist_dir`` (beside LlamaIndex's ``docstore.json``...).
 PERSIST_FNAME = "document_index.json"
+#: Queries whose :meth:`DocumentIndex.locate` answer is remembered (oldest out).
+LOCATE_CACHE_SIZE = 1024
 
 
 def _bm25(rows: list[list[str]]) -> Any:
@@ -112,10 +113,10 @@ class DocumentIndex:
     BM25 index over each (``bm25s``, the ``bm25`` extra).
 
     ``prior(query) = (1 - name_weight) * s + name_weight * n``, where ``s`` is the BM25 score of the query's words
-    (with ``locator_only``, its locator clause's: module docstring) against the summaries and ``n`` that of its name
-    tokens against the documents' distinctive names (:mod:`.document_names`), each divided by its maximum over the
-    documents for this query (so in [0, 1]; 0 for every document when nothing matches, or when the match does not
-    stand out: module docstring).
+    (with ``locator_only``, those of the phrases naming documents: module docstring) against the summaries and
+    ``n`` that of its name tokens against the documents' distinctive names (:mod:`.document_names`), each divided by
+    its maximum over the documents for this query (so in [0, 1]; 0 for every document when nothing matches, when
+    the match does not stand out, or when the query names no document: module docstring).
     Without names (``names=None``) the prior is ``s``.
 
     Args:
@@ -171,6 +172,8 @@ class DocumentIndex:
         #: How the prior reads a query (saved with the index).
         self.options: DocumentPriorOptions = opts
         self._statistics = statistics  # None: the shipped table (not copied into a pickle)
+        self._locator: DocumentLocator | None = None  # built on first use, not pickled
+        self._located: dict[str, Located] = {}
         self._summary_bm25 = _bm25([self._summary_tokens(self.summaries[d]) for d in self.doc_ids])
         self._names_bm25 = None if self.names is None else _bm25(
             [[name for name, count in sorted(self.names[d].items()) for _ in range(count)] for d in self.doc_ids])
@@ -302,19 +305,49 @@ class DocumentIndex:
         return frozenset(self.names.get(doc_id, ())) if self.names is not None else frozenset()
 
     # -- scores ----------------------------------------------------------------------------------------------
-    def prior(self, query: str) -> np.ndarray:
-        """The document prior of ``query`` for every document (in ``doc_ids`` order), shape ``(len(self),)``, in
-        [0, 1] (class docstring). With ``locator_only``, a query's locator clause is read alone when it matches some
-        document, else the whole query.
+    def __getstate__(self) -> dict[str, Any]:
+        """The index without its locator and remembered answers (rebuilt on use; the locator holds the table)."""
+        return {**self.__dict__, "_locator": None, "_located": {}}
+
+    @property
+    def locator(self) -> DocumentLocator:
+        """The :class:`~.locator.DocumentLocator` of these documents' names, summaries and file names (built once)."""
+        if self._locator is None:
+            self._locator = DocumentLocator({d: (self.names or {}).get(d, {}) for d in self.doc_ids}, self.summaries,
+                                            statistics=self.statistics,
+                                            max_document_frequency=self.options.max_document_frequency)
+        return self._locator
+
+    def locate(self, query: str) -> Located:
+        """The documents ``query`` names and what it asks (:meth:`.locator.DocumentLocator.locate`; the last
+        :data:`LOCATE_CACHE_SIZE` queries are remembered: the prior, the lexical score and the clause order of one
+        query ask for the same answer).
 
         Raises:
             TypeError: ``query`` is not a str."""
-        question = question_text(query)  # raises TypeError for a non-str query
-        if self.options.locator_only and len(question) < len(query):  # the locator clause alone
-            prior = self._prior(query[: len(query) - len(question)])
-            if prior.any():
-                return prior
-        return self._prior(query)  # no locator clause, or one that matches no document
+        found = self._located.get(query) if isinstance(query, str) else None
+        if found is None:
+            found = self.locator.locate(query)
+            if len(self._located) >= LOCATE_CACHE_SIZE:
+                self._located.pop(next(iter(self._located)))
+            self._located[query] = found
+        return found
+
+    def prior(self, query: str) -> np.ndarray:
+        """The document prior of ``query`` for every document (in ``doc_ids`` order), shape ``(len(self),)``, in
+        [0, 1] (class docstring). With ``locator_only``, only the phrases that name documents are read, wherever
+        they are in the query (:meth:`locate`), and a query that names no document has no prior (all 0).
+
+        Raises:
+            TypeError: ``query`` is not a str."""
+        if not self.options.locator_only:
+            if not isinstance(query, str):
+                raise TypeError(f"query must be a str, got {type(query).__name__}")
+            return self._prior(query)
+        located = self.locate(query)
+        if not located:
+            return np.zeros(len(self.doc_ids), dtype=np.float64)
+        return self._prior(" ".join(query[start:end] for start, end in located.spans))
 
     def _prior(self, query: str) -> np.ndarray:
         """The prior of ``query`` read whole."""

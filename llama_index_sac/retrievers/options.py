@@ -52,8 +52,8 @@ class DocumentPriorOptions(BaseModel):
     require_name_match: bool = Field(default=DEFAULT_REQUIRE_NAME_MATCH,
                                      description="The prior is 0 unless a query name is some document's name.")
     locator_only: bool = Field(default=DEFAULT_LOCATOR_ONLY,
-                               description="The prior reads only the query's locator clause ('Consider Acme's NDA;') "
-                                           "when it has one that matches a document.")
+                               description="The prior reads only the phrases of the query that name documents, "
+                                           "wherever they are ('..., under Acme's NDA?'); none named: no prior.")
     word_parts: bool = Field(default=DEFAULT_WORD_PARTS,
                              description="A hyphenated word also gives its distinctive parts in the summary match.")
     max_document_frequency: float = Field(default=DEFAULT_MAX_DOCUMENT_FREQUENCY, gt=0.0, le=1.0,

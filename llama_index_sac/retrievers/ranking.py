@@ -5,10 +5,11 @@ order.
 
 1. The **located documents** (:func:`located_documents`): the ``max(1, focus_documents)`` documents of highest prior
    (ties by id); none when no document has a positive prior.
-2. The **lexical score** (:func:`lexical_units`): the BM25 of the question (the query without its locator clause and
-   without the located documents' distinctive names, :func:`~.chunk_lexical.question_tokens`) against each candidate's
-   text, divided by the best candidate's, in [0, 1]; with ``lexical_scope="located"`` only the located documents'
-   candidates are scored (every candidate when none is located).
+2. The **lexical score** (:func:`lexical_units`): the BM25 of the question (what it asks without the phrases naming
+   documents, :meth:`~.document_index.DocumentIndex.locate`, and without the located documents' distinctive names,
+   :func:`~.chunk_lexical.question_tokens`) against each candidate's text, divided by the best candidate's, in
+   [0, 1]; with ``lexical_scope="located"`` only the located documents' candidates are scored (every candidate when
+   none is located). A query that names no document (no prior) gets none: it keeps the order of its hits.
 3. **Fusion** (:func:`fuse`): ``score + prior_weight * prior(document) + lexical_weight * lexical(chunk)`` for each
    distinct chunk (its first hit), best first, ties by node id; the top ``top_k``.
 4. **Clause order** (:func:`~.clause_order.order_within_documents`): with the question's own hits (its dense queries
@@ -48,7 +49,7 @@ def located_documents(prior: Mapping[str, float], focus_documents: int) -> list[
 def lexical_units(hits: Sequence[NodeWithScore], query: str, locator_names: Collection[str] = frozenset(),
                   scope: Collection[str] | None = None, *, stem: bool = True) -> dict[str, float]:
     """node id -> the unit lexical score (in (0, 1]) of each distinct candidate that holds a question word: the BM25
-    of the question (``query`` without its locator clause and ``locator_names``) against the candidates' text (no
+    of the question (``query``: what it asks, without ``locator_names``) against the candidates' text (no
     metadata), divided by the best candidate's (:func:`~.chunk_lexical.lexical_scores`). ``scope``: only the
     candidates of these document ids are scored (None or empty: every candidate). ``stem``: compare Snowball stems."""
     seen = _unique(hits)
@@ -91,10 +92,10 @@ def rank(hits: Sequence[NodeWithScore], query: str, prior: Mapping[str, float], 
         New ``NodeWithScore`` objects, best first, each with its fused score."""
     located = located_documents(prior, options.focus_documents or 0)
     lexical: dict[str, float] = {}
-    if options.lexical_weight > 0:
+    if options.lexical_weight > 0 and (prior or options.prior_weight == 0):  # no document named: the order given
         names = frozenset().union(*(document_index.names_of(d) for d in located))
         scope = located if options.lexical_scope == "located" else None
-        lexical = units([*hits, *question_hits], query, names, scope)
+        lexical = units([*hits, *question_hits], document_index.locate(query).question, names, scope)
     ranked = fuse(hits, prior, options.prior_weight, top_k, lexical, options.lexical_weight)
     if not question_hits:
         return ranked

@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -80,17 +81,22 @@ def test_the_margin_keeps_only_a_match_that_stands_out() -> None:
 
 def test_a_generic_query_no_longer_makes_the_shortest_summary_a_hub() -> None:
     generic = "Does the Non-Disclosure Agreement permit copies?"
-    before = DocumentIndex(HUB, HUB_NAMES).prior(generic)
+
+    def whole(**options: Any) -> DocumentIndex:  # the prior reads the whole query (the hub fix's setting)
+        return DocumentIndex(HUB, HUB_NAMES, locator_only=False, **options)
+
+    before = whole().prior(generic)
     assert before[0] == 0.5 and 0 < before[1] < 0.5  # no name matches, yet the short summary gets the top prior
-    assert DocumentIndex(HUB, HUB_NAMES, require_name_match=True).prior(generic).tolist() == [0.0, 0.0]
+    assert DocumentIndex(HUB, HUB_NAMES).prior(generic).tolist() == [0.0, 0.0]  # the default: no document named
+    assert whole(require_name_match=True).prior(generic).tolist() == [0.0, 0.0]
     ratio = before[0] / before[1]  # the hub's summary score over the runner-up's
-    assert DocumentIndex(HUB, HUB_NAMES, prior_margin=ratio - 1 + 0.01).prior(generic).tolist() == [0.0, 0.0]
-    assert DocumentIndex(HUB, HUB_NAMES, prior_margin=ratio - 1 - 0.01).prior(generic).tolist() == before.tolist()
+    assert whole(prior_margin=ratio - 1 + 0.01).prior(generic).tolist() == [0.0, 0.0]
+    assert whole(prior_margin=ratio - 1 - 0.01).prior(generic).tolist() == before.tolist()
     named = "Does Kestrel's Non-Disclosure Agreement permit copies?"
-    got = DocumentIndex(HUB, HUB_NAMES).prior(named)
+    got = whole().prior(named)
     assert got[1] == 1.0 and got[0] < 0.5
-    assert DocumentIndex(HUB, HUB_NAMES, require_name_match=True).prior(named).tolist() == got.tolist()
-    assert DocumentIndex(HUB, HUB_NAMES, require_name_match=True, prior_margin=10.0).prior(named).tolist() == [
+    assert whole(require_name_match=True).prior(named).tolist() == got.tolist()
+    assert whole(require_name_match=True, prior_margin=10.0).prior(named).tolist() == [
         0.0, 0.5]  # the summary part does not stand out 11 times over the runner-up's; the names part (its share) does
 
 

@@ -120,7 +120,7 @@ def test_the_question_is_searched_in_the_located_document_and_places_keep_their_
     aware = Counting(index, documents, similarity_top_k=4, focus_documents=1)
     assert aware.options.question_weight == DEFAULT_QUESTION_WEIGHT
     got = aware.retrieve(QUESTION)
-    question = " how long is information kept secret?"
+    question = "how long is information kept secret?"
     assert (question, ("nda-osprey.txt",)) in aware.calls  # the question alone, in the located document
     fused = Counting(index, documents, similarity_top_k=4, focus_documents=1, question_weight=0.0)
     before = fused.retrieve(QUESTION)

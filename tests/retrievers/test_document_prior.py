@@ -54,13 +54,15 @@ def test_the_prior_reads_only_the_locator_clause() -> None:
     whole = DocumentIndex(HUB, locator_only=False).prior_of(query)
     assert set(whole) == {"hub", "kestrel"} and whole["hub"] == 1.0
     assert DocumentIndex(HUB).prior_of(query) == {"kestrel": 1.0}  # "Consider Kestrel's NDA; " only
-    # no locator clause: the whole query either way
+    # the name anywhere: only the phrase that names the document is read ("at Kestrel", "Kestrel's NDA")
     plain = "Must the Receiving Party at Kestrel keep Confidential Information?"
-    assert DocumentIndex(HUB).prior_of(plain) == DocumentIndex(HUB, locator_only=False).prior_of(plain)
-    # a locator and nothing after it: the query itself (question_text keeps it whole)
+    assert DocumentIndex(HUB, locator_only=False).prior_of(plain)["hub"] == 1.0
+    assert DocumentIndex(HUB).prior_of(plain) == {"kestrel": 1.0}
+    assert DocumentIndex(HUB).prior_of("May the Receiving Party keep copies, under Kestrel's NDA?") == {"kestrel": 1.0}
     assert DocumentIndex(HUB).prior_of("Consider Kestrel's NDA;") == {"kestrel": 1.0}
-    # a leading clause that matches no document ("In short;" holds only stop words): the whole query is read
     assert DocumentIndex(HUB).prior_of("In short; does the Kestrel NDA allow copies?") == {"kestrel": 1.0}
+    # no document named: no prior at all (the whole query would make the hub summary a confident wrong document)
+    assert DocumentIndex(HUB).prior_of("Must the Receiving Party keep Confidential Information?") == {}
     with pytest.raises(TypeError, match="query must be a str"):
         DocumentIndex(HUB).prior(None)  # type: ignore[arg-type]
 

@@ -169,7 +169,8 @@ def test_the_query_is_embedded_once() -> None:
     assert isinstance(embed, RecordingEmbedding)  # build()'s FakeEmbedding, which records what it embeds
     before = len(embed.texts_embedded)
     DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus())).retrieve(QueryBundle("Kestrel secret"))
-    assert len(embed.texts_embedded) - before == 1
+    # the query once for every dense query, and what it asks ("secret", without the name) once for the clause order
+    assert embed.texts_embedded[before:] == ["Kestrel secret", "secret"]
     assert np.isfinite([score(n) for n in DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()))
                         .retrieve("Osprey")]).all()
 
@@ -260,8 +261,9 @@ def named_only_in_the_text() -> list[TextNode]:
 def test_names_find_the_document_its_summary_does_not_name(tmp_path: Path) -> None:
     nodes = named_only_in_the_text()
     query = "Consider Velco's Non-Disclosure Agreement; may the Receiving Party keep copies?"
-    summaries_only = DocumentIndex.from_nodes(nodes, names=False)
-    assert summaries_only.names is None and summaries_only.prior(query).tolist() == [1.0, 1.0, 1.0]
+    summaries_only = DocumentIndex.from_nodes(nodes, names=False)  # no summary names Velco: no document located
+    assert summaries_only.names is None and summaries_only.prior(query).tolist() == [0.0, 0.0, 0.0]
+    assert DocumentIndex.from_nodes(nodes, names=False, locator_only=False).prior(query).tolist() == [1.0, 1.0, 1.0]
     index = DocumentIndex.from_nodes(nodes, name_weight=0.5)
     # the text rebuilt from the overlapping chunks counts each name once per use: "Velco" twice
     assert index.names is not None and index.names["b.txt"] == {"velco": 2}
@@ -307,3 +309,29 @@ def test_the_prior_is_in_0_1_with_its_maximum_at_1_or_all_zero(texts: list[str],
         assert prior.shape == (len(texts),) and ((prior >= 0) & (prior <= 1 + 1e-12)).all()
         # each match is divided by its own maximum: the best document of a matching part gets its whole share
         assert prior.max() == 0 or prior.max() >= (0.5 if weight == 0.5 else 1.0) - 1e-12
+
+
+@pytest.mark.parametrize("query", [
+    "Kestrel Osprey Acme",  # only names
+    "the of and is it",  # only stop words
+    "Does the Kestrel NDA " + "really " * 1430 + "keep information secret?",  # about 10,000 characters
+    "ケストレル社の秘密保持契約では情報は何年秘密ですか？",  # another script
+    "Do the Kestrel NDA and the Osprey NDA keep information secret for the same time?",  # two documents
+])
+def test_bad_questions_get_a_ranked_answer(query: str) -> None:
+    """Every question gets the top-k ranked (the store holds 6 chunks; k = 4), scores finite and in order."""
+    hits = DocumentAwareRetriever(build(corpus()), DocumentIndex.from_nodes(corpus()), similarity_top_k=4).retrieve(
+        query)
+    scores = [score(hit) for hit in hits]
+    assert len(hits) == 4 and np.isfinite(scores).all() and scores == sorted(scores, reverse=True)
+
+
+def test_a_question_naming_no_document_ranks_as_the_dense_retrieval_of_the_same_chunks() -> None:
+    index = build(corpus())
+    question = "How long must the Receiving Party keep the Confidential Information secret?"
+    aware = DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()), similarity_top_k=4).retrieve(question)
+    dense = index.as_retriever(similarity_top_k=4).retrieve(question)
+    assert [(h.node.node_id, h.score) for h in aware] == [(h.node.node_id, h.score) for h in dense]
+    named = DocumentAwareRetriever(index, DocumentIndex.from_nodes(corpus()), similarity_top_k=4).retrieve(
+        "How long must the Receiving Party keep the Confidential Information secret, under the Osprey NDA?")
+    assert named[0].node.ref_doc_id == "nda-osprey.txt"

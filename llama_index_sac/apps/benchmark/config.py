@@ -46,6 +46,7 @@ from llama_index_sac.apps.benchmark.components import (
 )
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scope, load_legalbenchrag
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
+from llama_index_sac.apps.benchmark.wordings import Wording
 from llama_index_sac.embeddings.default import DEVICE_PATTERN, EmbedBackend, EmbeddingBackendOptions, OfferedPrecision
 from llama_index_sac.embeddings.onnx_export import GraphKind
 from llama_index_sac.evaluation.metrics import DEFAULT_KS
@@ -375,6 +376,10 @@ class LoaderOptions(BaseModel):
                                   "question, file, quote).")
     n_documents: int = Field(default=_default(synthetic_contracts, "n_documents"), ge=2, le=150,
                              description="Synthetic contracts: how many.")
+    wordings: list[Wording] | None = Field(
+        default=None, min_length=1, description="Score each query in these wordings, comma-separated (template, "
+        "trailing, merged, short, none: apps/benchmark/wordings.py); results per dataset and wording. LegalBench-RAG "
+        "and the built-in contracts; default: the queries as written.")
 
     @model_validator(mode="after")
     def _check(self) -> LoaderOptions:
@@ -392,5 +397,10 @@ class LoaderOptions(BaseModel):
             raise ValueError("datasets, sampling, sample and benchmarks_dir are LegalBench-RAG options")
         if self.sampling == "random" and self.sample is None:
             raise ValueError("sampling=random needs a sample size")
+        if self.wordings is not None and len(set(self.wordings)) != len(self.wordings):
+            raise ValueError(f"wordings: a wording is repeated in {', '.join(self.wordings)}")
+        if self.wordings is not None and self.source == "folder":
+            raise ValueError("wordings rewrite LegalBench-RAG's template queries ('Consider DOCUMENT; QUESTION'): "
+                             "your own questions are scored as you wrote them")
         return self
 

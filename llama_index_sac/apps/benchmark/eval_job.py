@@ -69,6 +69,7 @@ SETTINGS_OPTIONS: dict[str, str] = {
 LOADER_OPTIONS: dict[str, str] = {
     "data_dir": "data_dir", "datasets": "datasets", "sample": "sample", "seed": "seed", "scope": "scope",
     "benchmarks_dir": "benchmarks_dir", "n_documents": "n_documents", "folder": "data_dir", "questions": "questions",
+    "wordings": "wordings",
 }
 #: The configurations of ``llama-sac eval`` without ``--config``.
 DEFAULT_CONFIGS = ("baseline", "llamaindex", "default")
@@ -116,7 +117,7 @@ def configs_from_options(specs: Sequence[str], options: Mapping[str, Any]) -> li
 
 def loader_options(*, data_dir: Path | None, datasets: list[str], mini: bool, sample: int | None, seed: int,
                    scope: str, benchmarks_dir: Path | None, n_documents: int, folder: Path | None = None,
-                   questions: Path | None = None) -> LoaderOptions:
+                   questions: Path | None = None, wordings: list[str] | None = None) -> LoaderOptions:
     """The benchmark options of ``eval`` (:data:`LOADER_OPTIONS`; ``--mini``/``--sample`` choose the sampling).
 
     Raises:
@@ -140,6 +141,8 @@ def loader_options(*, data_dir: Path | None, datasets: list[str], mini: bool, sa
             "sampling": "mini" if mini else "random" if sample else "all", "sample": sample, "seed": seed,
             "scope": scope, "benchmarks_dir": None if benchmarks_dir is None else str(benchmarks_dir),
         }
+    if wordings:
+        options["wordings"] = wordings
     try:
         return LoaderOptions(**options)
     except ValidationError as exc:
@@ -199,8 +202,9 @@ def run_and_report(loader: LoaderOptions, configs: list[RunConfig], settings: Ru
             "created": datetime.now().isoformat(timespec="seconds"),
         })
         write_run_outputs(results, staging)
+    wordings = report.format_wordings(results)
     show("\n" + report.format_tables(results) + "\n\n" + report.format_confusions(results) + "\n\n"
-         + report.format_timings(results))
+         + report.format_timings(results) + (f"\n\nper wording (mean over k, %):\n{wordings}" if wordings else ""))
     return out, results
 
 

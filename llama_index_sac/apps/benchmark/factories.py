@@ -30,6 +30,7 @@ from llama_index_sac.apps.benchmark.datasets.base import RetrievalBenchmark
 from llama_index_sac.apps.benchmark.datasets.folder import load_folder_benchmark
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import load_legalbenchrag
 from llama_index_sac.apps.benchmark.datasets.synthetic import synthetic_contracts
+from llama_index_sac.apps.benchmark.wordings import WordingError, reworded_benchmark
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.embeddings.default import EmbeddingBackendOptions, default_embedding_model
 from llama_index_sac.embeddings.onnx import OnnxEmbedding
@@ -66,7 +67,19 @@ def load_benchmark(options: LoaderOptions) -> tuple[RetrievalBenchmark, LoaderOp
     Raises:
         LegalBenchRAGError: unreadable or invalid LegalBench-RAG data (a ``ValueError``).
         FolderBenchmarkError: an unreadable folder or questions file (a ``ValueError`` listing every problem).
+        EvaluationSetupError: ``options.wordings`` and a query that is not in the template.
     """
+    benchmark, used = _load_benchmark(options)
+    if options.wordings is None:
+        return benchmark, used
+    try:
+        return reworded_benchmark(benchmark, options.wordings), used
+    except WordingError as exc:
+        raise EvaluationSetupError(f"--wordings: {exc}") from None
+
+
+def _load_benchmark(options: LoaderOptions) -> tuple[RetrievalBenchmark, LoaderOptions]:
+    """:func:`load_benchmark` without the wordings."""
     if options.source == "synthetic":
         return synthetic_contracts(n_documents=options.n_documents, seed=options.seed), options
     assert options.data_dir is not None  # LoaderOptions checks it

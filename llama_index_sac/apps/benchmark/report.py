@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_sac.apps.benchmark.results import ConfigResult, DatasetScores, RunResults, parse_results
+from llama_index_sac.apps.benchmark.wordings import wording_of
 
 __all__ = [
     "METRIC_LABELS",
@@ -21,6 +22,8 @@ __all__ = [
     "format_confusions",
     "format_tables",
     "format_timings",
+    "format_wordings",
+    "wording_scores",
     "write_confusions_csv",
     "write_csv",
     "write_plots",
@@ -112,6 +115,63 @@ def format_markdown(results: ResultsLike, scope: str = "overall") -> str:
         for metric in METRIC_LABELS:
             values = " | ".join(_fmt(_value(config.aggregates.at(scope, k), metric)) for k in ks)
             lines.append(f"| {config.name} | {metric} | {values} |")
+    return "\n".join(lines)
+
+
+def _mean_over_k(config: ConfigResult, scope: str, metric: str) -> float | None:
+    values = [v for scores in (config.aggregates.overall if scope == "overall" else config.aggregates.datasets[scope]
+                               ).values() if (v := getattr(scores, metric)) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def wording_scores(results: ResultsLike) -> dict[str, dict[str, dict[str, dict[str, float | None]]]]:
+    """The scores of a run with wordings (``eval --wordings``): configuration -> wording -> dataset (and
+    ``"overall"``, the unweighted mean of the datasets) -> ``{"drm", "precision", "recall"}`` (each the mean over
+    the run's k) and ``"p@1"`` (precision at k = 1; None when 1 is not among the run's k). Empty for a run without
+    wordings."""
+    run = _typed(results)
+    out: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
+    for config in run.configs:
+        per: dict[str, dict[str, dict[str, float | None]]] = {}
+        for scope in run.datasets:
+            dataset, wording = wording_of(scope)
+            if wording is None:
+                continue
+            scores: dict[str, float | None] = {m: _mean_over_k(config, scope, m) for m in METRIC_LABELS}
+            scores["p@1"] = _value(config.aggregates.at(scope, 1), "precision") if 1 in run.settings.ks else None
+            per.setdefault(wording, {})[dataset] = scores
+        for block in per.values():
+            block["overall"] = {m: _mean([s[m] for s in block.values()]) for m in (*METRIC_LABELS, "p@1")}
+        if per:
+            out[config.name] = per
+    return out
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if len(known) == len(values) and known else None
+
+
+def format_wordings(results: ResultsLike) -> str:
+    """Markdown table of a run with wordings: one row per configuration and wording, the overall DRM, precision and
+    recall (mean over k, %) and precision@1, then each dataset's DRM / precision@1; "" for a run without wordings."""
+    scores = wording_scores(results)
+    if not scores:
+        return ""
+    datasets = list(dict.fromkeys(d for per in scores.values() for block in per.values() for d in block
+                                  if d != "overall"))
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.2f}"
+
+    lines = ["| config | wording | DRM | precision | recall | P@1 | " + " | ".join(
+        f"{d} DRM / P@1" for d in datasets) + " |", "|---|---|" + "---:|" * (4 + len(datasets))]
+    for name, per in scores.items():
+        for wording, block in per.items():
+            total = block["overall"]
+            cells = [f"{pct(block[d]['drm'])} / {pct(block[d]['p@1'])}" if d in block else "-" for d in datasets]
+            lines.append(f"| {name} | {wording} | {pct(total['drm'])} | {pct(total['precision'])} | "
+                         f"{pct(total['recall'])} | {pct(total['p@1'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

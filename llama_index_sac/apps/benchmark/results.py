@@ -16,11 +16,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from llama_index.core.bridge.pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac.apps.benchmark.config import LoaderOptions, RunConfig
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import Sampling, Scope
+from llama_index_sac.apps.benchmark.wordings import wording_of
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -186,6 +195,18 @@ class BenchmarkInfo(_Model):
     sample: int | None = None
     seed: int | None = None
     scope: Scope | None = None
+    wordings: list[str] | None = Field(default=None, description="The wordings each query was scored in "
+                                       "(datasets then read DATASET/WORDING); None: the queries as written.")
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The run's record without ``questions`` and ``wordings`` when it has none (results written before those
+        options read back exactly as written)."""
+        data: dict[str, Any] = handler(self)
+        for key in ("questions", "wordings"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
     def loader_options(self, data_dir: str | Path | None = None) -> LoaderOptions:
         """The options that load this benchmark again (LegalBench-RAG, or a folder of your own contracts: from
@@ -202,8 +223,10 @@ class BenchmarkInfo(_Model):
                              f"invalid ({_describe(exc)})") from None
 
     def _loader_options(self, data_dir: str | Path | None) -> LoaderOptions:
+        wordings: Any = self.wordings
         if self.source == "synthetic":
-            return LoaderOptions(source="synthetic", n_documents=self.n_documents, seed=self.seed or 0)
+            return LoaderOptions(source="synthetic", n_documents=self.n_documents, seed=self.seed or 0,
+                                 wordings=wordings)
         if self.source == "folder":
             folder = data_dir if data_dir is not None else self.data_dir
             if folder is None or self.questions is None:
@@ -212,10 +235,12 @@ class BenchmarkInfo(_Model):
             return LoaderOptions(source="folder", data_dir=str(folder), questions=self.questions)
         if self.source == "legalbenchrag":
             folder = data_dir if data_dir is not None else self.data_dir
+            datasets = list(dict.fromkeys(wording_of(name)[0] for name in self.datasets)) if wordings else list(
+                self.datasets)
             return LoaderOptions(source="legalbenchrag", data_dir=None if folder is None else str(folder),
-                                 datasets=list(self.datasets), sampling=self.sampling or "all", sample=self.sample,
+                                 datasets=datasets, sampling=self.sampling or "all", sample=self.sample,
                                  seed=self.seed or 0, scope=self.scope or "referenced",
-                                 benchmarks_dir=self.benchmarks_dir)
+                                 benchmarks_dir=self.benchmarks_dir, wordings=wordings)
         raise ValueError(f"benchmark {self.name!r} was not made by a known loader: it cannot be loaded again")
 
 

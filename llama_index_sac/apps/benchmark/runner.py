@@ -216,12 +216,12 @@ def benchmark_info(benchmark: RetrievalBenchmark, loader: LoaderOptions | None =
         datasets[query.dataset] = datasets.get(query.dataset, 0) + 1
     info: dict[str, Any] = {"source": "custom"}
     if loader is not None and loader.source == "synthetic":
-        info = {"source": "synthetic", "seed": loader.seed}
+        info = {"source": "synthetic", "seed": loader.seed, "wordings": loader.wordings}
     elif loader is not None and loader.source == "folder":
         info = loader.model_dump(include={"source", "data_dir", "questions"})
     elif loader is not None and loader.source == "legalbenchrag":
         info = loader.model_dump(include={"source", "data_dir", "benchmarks_dir", "sampling", "sample", "seed",
-                                          "scope"})
+                                          "scope", "wordings"})
     return BenchmarkInfo(name=benchmark.name, description=benchmark.description, n_documents=len(benchmark.documents),
                          n_characters=benchmark.n_characters, n_queries=len(benchmark.queries), datasets=datasets,
                          **info)

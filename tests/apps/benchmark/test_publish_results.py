@@ -14,6 +14,7 @@ import pytest
 from llama_index_sac.apps.benchmark import factories
 from llama_index_sac.apps.benchmark.components import ExtractiveSummarizerSettings
 from llama_index_sac.apps.benchmark.results import SCHEMA_VERSION, RunResults, load_results, parse_results
+from llama_index_sac.apps.benchmark.wordings import wording_of
 from tests.conftest import LEGALBENCH, requires_legalbench
 
 _spec = importlib.util.spec_from_file_location(
@@ -135,8 +136,9 @@ def test_every_published_results_file_loads_with_its_loader_options_and_configur
     assert info.description == raw["benchmark"]["description"]
     assert (info.source, info.benchmarks_dir, info.sampling) == ("legalbenchrag", "benchmarks_mini", "all")
     assert f"scope={info.scope}" in info.description and f"--scope {info.scope}" in (results.command or "")
-    assert info.datasets == raw["benchmark"]["datasets"] and info.loader_options(LEGALBENCH).datasets == list(
-        raw["benchmark"]["datasets"])
+    datasets = list(dict.fromkeys(wording_of(d)[0] for d in raw["benchmark"]["datasets"]))  # DATASET/WORDING
+    assert info.datasets == raw["benchmark"]["datasets"] and info.loader_options(LEGALBENCH).datasets == datasets
+    assert info.loader_options(LEGALBENCH).wordings == raw["benchmark"].get("wordings")
     # published in the current schema: read back as written
     assert raw["schema_version"] == SCHEMA_VERSION and json.loads(results.to_json()) == raw
 

@@ -1,0 +1,312 @@
+"""Which documents a question names, wherever it names them, and what it asks: :class:`DocumentLocator`.
+
+People name the contract they ask about anywhere in the question: "Consider the NDA between CEII and NDA; does the
+document ...?", "Does the agreement ..., in the Non-Disclosure Agreement between CEII and NDA?", "Does the CEII NDA
+...?", "Under Motorola's NDA, ...", or not at all ("Which of our NDAs let the recipient keep copies?").
+:meth:`DocumentLocator.locate` finds the documents by their names, not by the position of a clause:
+
+1. **Names.** Each document's identity words: its distinctive names (capitalised words of its text that few legal
+   documents use, :mod:`.document_names`), the words of its file name (the last part of its id: ``Keep.txt``,
+   ``nda_form_motorola.txt``) and the distinctive words of its summary (the file name and title a SAC summary
+   carries; with the distinctive parts of hyphenated words, ``AGProjects-NDA`` gives ``agprojects``). A word names
+   documents only when at most ``max_documents`` documents of the index have it (``CEII`` does, ``NDA`` and
+   ``privacy`` do not).
+2. **The question's names.** The words the question writes as names (an upper-case first letter or a digit; every
+   word when the question capitalises none: "what does the acme nda say"), stop words out unless written as a name
+   inside the sentence (``Keep's privacy policy``). A document's score is the sum, over the distinct question words
+   that name it, of ``1 / (documents named by the word)``; the located documents are those scoring at least
+   ``min_share`` of the best, best first.
+3. **The asked text.** Each name the question uses is widened to the phrase that names the document: the adjacent
+   capitalised words, document-type words ("merger agreement", "NDA", "privacy policy"), the words that join them
+   ("between", "and", "of", "'s", quotes, commas) and a leading preposition ("in", "under", "consider", "of" ...).
+   The question without those phrases is what it asks ("Does the agreement ...?"); a phrase that was the subject
+   ("Does the CEII NDA allow ...") leaves "it".
+
+A question that names no document locates none (and a ranking reads it as plain retrieval). One linear pass over the
+question (one bounded regular expression); the names are looked up in dictionaries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from urllib.parse import unquote
+
+from llama_index_sac.constants import (
+    DEFAULT_LOCATOR_MAX_DOCUMENTS,
+    DEFAULT_LOCATOR_MIN_SHARE,
+    DEFAULT_MAX_DOCUMENT_FREQUENCY,
+)
+from llama_index_sac.retrievers.document_names import (
+    PAIR_SEPARATOR,
+    with_word_parts,
+    word_tokens,
+)
+from llama_index_sac.summarizers.terms import TermStatistics, stop_words
+
+__all__ = ["DEFAULT_LOCATOR_MAX_DOCUMENTS", "DEFAULT_LOCATOR_MIN_SHARE", "DocumentLocator", "Located"]
+
+# weight of a word of a document's file name (a name of its text weighs 1), and of one that is a stop word ("Keep")
+_FILE_NAME_WEIGHT = 2.0
+_STOP_FILE_NAME_WEIGHT = 0.5
+# word runs with their offsets (hyphens inside words kept, an apostrophe ends a word); each character read once
+_RUN_RE = re.compile(r"(?<![\w\-])[^\W_][\w\-]*")
+# the words that join the parts of a document's name, and those that open a phrase naming a document
+_GLUE = frozenset({"the", "between", "and", "of", "to", "for", "s", "a", "an", "among", "by", "with", "on"})
+_OPENERS = frozenset({"in", "under", "consider", "regarding", "re", "per", "within", "from", "for", "of", "about",
+                      "on", "according", "by", "with", "into"})
+_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "our", "their", "its", "my", "your"})
+#: Lower-case legal suffixes of party names ("Inc.", "LLC"...): part of a phrase that names a document.
+LEGAL_SUFFIXES = frozenset({"inc", "incorporated", "llc", "ltd", "limited", "corp", "corporation", "co", "plc",
+                            "lp", "llp", "gmbh", "ag", "sa", "nv", "bv", "pty", "se", "company"})
+#: Lower-case words of document types: part of a phrase that names a document when next to a name.
+DOCUMENT_TYPE_WORDS = frozenset({
+    "agreement", "agreements", "contract", "contracts", "nda", "ndas", "policy", "policies", "privacy", "terms",
+    "merger", "acquisition", "license", "licence", "amendment", "service", "services", "sponsorship", "supply",
+    "distribution", "lease", "employment", "consulting", "cooperation", "alliance", "strategic", "mutual",
+    "non-disclosure", "confidentiality", "disclosure", "addendum", "undertaking", "master", "purchase", "franchise",
+    "joint", "venture", "development", "marketing", "reseller", "hosting", "maintenance", "support",
+    "transportation", "endorsement", "outsourcing", "collaboration", "promotion", "agency", "affiliate",
+    "co-branding", "non-competition", "intellectual", "property", "plan", "deal", "statement", "notice",
+    "document", "documents", "form", "mou", "msa", "sow", "loi",
+})
+# characters allowed between two words of one phrase: blanks, quotes, apostrophes, commas, ampersands, periods
+_JOIN_RE = re.compile(r"[\s\"'\u2019\u201c\u201d,&.()]*")
+
+
+@dataclass(frozen=True)
+class Located:
+    """What :meth:`DocumentLocator.locate` found in a question.
+
+    Attributes:
+        documents: the ids of the documents the question names, best first (empty: it names none).
+        question: the question without the phrases that name documents (characters of the question, in order); the
+            question itself when it names none.
+        spans: the ``(start, end)`` character offsets of those phrases in the question, in order.
+    """
+
+    documents: tuple[str, ...]
+    question: str
+    spans: tuple[tuple[int, int], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.documents)
+
+
+def file_name_words(doc_id: str) -> list[str]:
+    """The words of a document id's file name: its last path part, URL-decoded, without the extension, split at
+    anything but letters and digits, lower-cased (``"privacy_qa/Keep.txt"`` gives ``["keep"]``)."""
+    name = unquote(PurePosixPath(doc_id.replace("\\", "/")).name)
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return [w.lower() for w in re.split(r"[^0-9A-Za-z\u00c0-\uffff]+", stem) if len(w) >= 2
+            and any(c.isalpha() for c in w)]
+
+
+class DocumentLocator:
+    """The documents a question names and what it asks (module docstring).
+
+    Args:
+        names: document id -> its distinctive names (:func:`~.document_names.distinctive_names`; two-word names
+            ``"blue_apron"`` too). Every document of the collection is a key here or in ``summaries`` (an empty
+            collection of names is fine: the file name of its id still names it).
+        summaries: document id -> its summary, whose distinctive words (and parts of hyphenated words) name it too.
+        statistics: the reference table deciding which words are distinctive (default: the shipped one).
+        max_document_frequency: a word is distinctive below this share of the table's documents; in (0, 1].
+        max_documents: a word names documents only when at most this many have it; >= 1.
+        min_share: a document is located at this share of the best score; in (0, 1].
+
+    Raises:
+        ValueError: ``max_documents`` below 1, ``min_share`` outside (0, 1], ``max_document_frequency`` outside
+            (0, 1].
+        TypeError: ``names`` is not a mapping, ``statistics`` not a ``TermStatistics``.
+    """
+
+    def __init__(self, names: Mapping[str, Iterable[str]], summaries: Mapping[str, str] | None = None, *,
+                 statistics: TermStatistics | None = None,
+                 max_document_frequency: float = DEFAULT_MAX_DOCUMENT_FREQUENCY,
+                 max_documents: int = DEFAULT_LOCATOR_MAX_DOCUMENTS,
+                 min_share: float = DEFAULT_LOCATOR_MIN_SHARE) -> None:
+        if not isinstance(names, Mapping):
+            raise TypeError(f"names must be a mapping document id -> names, got {type(names).__name__}")
+        if isinstance(max_documents, bool) or not isinstance(max_documents, int) or max_documents < 1:
+            raise ValueError(f"max_documents must be an int >= 1, got {max_documents!r}")
+        if isinstance(min_share, bool) or not isinstance(min_share, (int, float)) or not 0 < min_share <= 1:
+            raise ValueError(f"min_share must be a number in (0, 1], got {min_share!r}")
+        self._table = TermStatistics.default() if statistics is None else statistics
+        with_word_parts([], statistics=self._table, max_document_frequency=max_document_frequency)  # checks both
+        self._limit = max_document_frequency * self._table.n_documents
+        self.max_documents = max_documents
+        self.min_share = float(min_share)
+        self._stop = stop_words()
+        holders: dict[str, dict[str, float]] = {}
+        summaries = summaries or {}
+        if not isinstance(summaries, Mapping):
+            raise TypeError(f"summaries must be a mapping document id -> summary, got {type(summaries).__name__}")
+        for doc_id in dict.fromkeys([*names, *summaries]):
+            known = set(names.get(doc_id, ()))
+            summary = summaries.get(doc_id)
+            if isinstance(summary, str):  # the file name and title a SAC summary carries
+                known.update(w for w in with_word_parts(word_tokens(summary), statistics=self._table,
+                                                        max_document_frequency=max_document_frequency)
+                             if self._table.df(w) < self._limit and w not in DOCUMENT_TYPE_WORDS)
+            for word in known:
+                holders.setdefault(word, {})[doc_id] = 1.0
+            for word in file_name_words(doc_id):  # the file name says more than a name somewhere in the text
+                if word not in DOCUMENT_TYPE_WORDS and self._table.df(word) < self._limit:
+                    weight = _STOP_FILE_NAME_WEIGHT if word in self._stop else _FILE_NAME_WEIGHT
+                    holders.setdefault(word, {})[doc_id] = max(weight, holders.get(word, {}).get(doc_id, 0.0))
+        # only the words few documents hold name documents
+        self._holders = {w: d for w, d in holders.items() if len(d) <= max_documents}
+
+    def documents_of(self, word: str) -> dict[str, float]:
+        """The documents a lower-case word names, each with its weight (1; 2 when the word is in the document's file
+        name); empty when it names none or too many."""
+        return self._holders.get(word, {})
+
+    def _distinctive(self, word: str) -> bool:
+        return self._table.df(word) < self._limit and word not in self._stop
+
+    def locate(self, query: str) -> Located:
+        """The documents ``query`` names and the text it asks (module docstring).
+
+        Raises:
+            TypeError: ``query`` is not a str."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        runs = _runs(query)
+        written = [cap and not (word in self._stop and _sentence_start(query, start)) for start, _, word, cap in runs]
+        lowercase = not any(written)  # "what does the acme nda say": its distinctive words may name documents
+        score: dict[str, float] = {}
+        counted: set[str] = set()
+        spans: list[tuple[int, int]] = []
+        covered, last_evidence = -1, False
+        for i, (_, _, word, _) in enumerate(runs):
+            if not (written[i] or (lowercase and self._distinctive(word))):
+                continue
+            found = self._word_documents(word)
+            if not found and i + 1 < len(runs) and written[i] and written[i + 1]:  # a two-word name
+                found = self.documents_of(f"{word}{PAIR_SEPARATOR}{runs[i + 1][2]}")
+            if not found:
+                continue
+            if i <= covered:  # inside the phrase of an earlier name: its phrase, read once (linear)
+                evidence = last_evidence
+            else:
+                _, right, start, end, evidence = _phrase(query, runs, i, self._holders)
+            if not evidence and max(found.values()) < _FILE_NAME_WEIGHT:
+                continue  # a rare capitalised word that is not a document's name here ("the No-Shop Clause")
+            if i > covered:
+                spans.append((start, end))
+                covered, last_evidence = right, evidence
+            if word not in counted:
+                counted.add(word)
+                for doc_id, weight in found.items():
+                    score[doc_id] = score.get(doc_id, 0.0) + weight / len(found)
+        if not score:
+            return Located((), query)
+        best = max(score.values())
+        documents = tuple(sorted((d for d, s in score.items() if s >= self.min_share * best - 1e-12),
+                                 key=lambda d: (-score[d], d)))
+        return Located(documents, _without(query, spans), tuple(spans))
+
+    def _word_documents(self, word: str) -> dict[str, float]:
+        """The documents a word names, or (a hyphenated word naming none) those of its distinctive parts."""
+        found = self.documents_of(word)
+        if found or ("-" not in word and "_" not in word):
+            return found
+        for part in re.split(r"[-_]", word):
+            if part not in DOCUMENT_TYPE_WORDS and self._distinctive(part):
+                found = self.documents_of(part)
+                if found:
+                    return found
+        return {}
+
+
+def _runs(query: str) -> list[tuple[int, int, str, bool]]:
+    """``(start, end, lower-case word, capitalised)`` of each word run of ``query`` (edge hyphens out)."""
+    runs = []
+    for match in _RUN_RE.finditer(query):
+        text = match.group().strip("-")
+        if text:
+            start = match.start() + match.group().index(text)
+            runs.append((start, start + len(text), text.lower(), text[0].isupper() or text[0].isdigit()))
+    return runs
+
+
+def _sentence_start(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence (only blanks and quotes after a ``.?!;:`` or the start)."""
+    i = start - 1
+    steps = 0
+    while i >= 0 and text[i] in " \t\n\"'\u201c(" and steps < 64:
+        i -= 1
+        steps += 1
+    return i < 0 or text[i] in ".?!;:\n"
+
+
+def _joined(query: str, end: int, start: int) -> bool:
+    """Whether only joining characters (blanks, quotes, commas, ``&``, periods) lie between two words."""
+    gap = query[end:start]
+    return len(gap) <= 8 and _JOIN_RE.fullmatch(gap) is not None and gap.count(",") <= 1 and "?" not in gap
+
+
+def _phrase(query: str, runs: list[tuple[int, int, str, bool]], hit: int,
+            holders: Mapping[str, object]) -> tuple[int, int, int, int, bool]:
+    """The phrase naming a document around the run ``hit`` (module docstring): ``(first run, last run, start, end,
+    evidence)``, ``evidence`` saying that it reads as a document's name: it holds a document-type word, a legal
+    suffix, "between" or a possessive, or a preposition opens it ("in", "under", "consider" ...)."""
+    def part(i: int) -> bool:
+        _, _, word, cap = runs[i]
+        return cap or word in DOCUMENT_TYPE_WORDS or word in _GLUE or word in LEGAL_SUFFIXES
+
+    left = hit
+    while left > 0 and _joined(query, runs[left - 1][1], runs[left][0]) and part(left - 1) and (
+            runs[left - 1][2] in holders or not _sentence_start(query, runs[left - 1][0])):
+        left -= 1  # not over the first word of a sentence ("Does", "What"), unless it is a name itself
+    right = hit
+    while right + 1 < len(runs) and _joined(query, runs[right][1], runs[right + 1][0]) and part(right + 1):
+        right += 1
+    while left < hit and runs[left][2] in _GLUE:  # no joining word at the edges
+        left += 1
+    while right > hit and runs[right][2] in _GLUE and runs[right][2] != "s":
+        right -= 1
+    words = [runs[i][2] for i in range(left, right + 1)]
+    evidence = any(w in DOCUMENT_TYPE_WORDS or w in LEGAL_SUFFIXES or w == "between" for w in words) or any(
+        runs[i][2] == "s" and query[runs[i][0] - 1:runs[i][0]] in ("'", "\u2019") for i in range(left + 1, right + 1))
+    back = left - 1
+    if back > 0 and runs[back][2] in _DETERMINERS and _joined(query, runs[back][1], runs[left][0]):
+        back -= 1
+    if back > 0 and runs[back][2] == "to" and runs[back - 1][2] == "according":
+        back -= 1
+    if back >= 0 and runs[back][2] in _OPENERS and all(
+            _joined(query, runs[i][1], runs[i + 1][0]) for i in range(back, left)):
+        left, evidence = back, True  # "in the", "under", "consider", "according to" ... opens the phrase
+    elif left > 0 and runs[left - 1][2] in _DETERMINERS and _joined(query, runs[left - 1][1], runs[left][0]):
+        left -= 1  # "the Acme NDA"
+    end = runs[right][1]
+    if end < len(query) and query[end] in "'\u2019":  # the possessive "'s" / "'" of the last word
+        evidence = True
+        end += 2 if query[end + 1:end + 2].lower() == "s" and not query[end + 2:end + 3].isalnum() else 1
+    return left, right, runs[left][0], end, evidence
+
+
+def _without(query: str, spans: list[tuple[int, int]]) -> str:
+    """``query`` without ``spans``: a span after which the sentence goes on with a lower-case verb ("Does the CEII NDA
+    allow ...") leaves "it"; separators left at the edges are dropped; blanks collapsed."""
+    pieces = []
+    last = 0
+    for start, end in spans:
+        pieces.append(query[last:start])
+        after = query[end:].lstrip(" \t")
+        before = query[:start].rstrip(" \t")
+        subject = bool(before) and before.split()[-1].lower() in {"does", "do", "is", "are", "can", "will", "did",
+                                                                   "has", "have", "should", "would", "may", "must"}
+        pieces.append(" it " if subject and after[:1].isalpha() else " ")
+        last = end
+    pieces.append(query[last:])
+    text = " ".join("".join(pieces).split())
+    text = re.sub(r"\s+([,;:?.!])", r"\1", text)
+    text = re.sub(r"^[\s,;:.]+", "", text)
+    text = re.sub(r"[,;:]+(?=[?.!]?$)", "", text).strip()
+    return text if any(c.isalnum() for c in text) else query
+

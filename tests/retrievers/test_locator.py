@@ -1,0 +1,148 @@
+"""DocumentLocator: the documents a question names, wherever it names them, and what it asks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llama_index_sac.retrievers.document_index import DocumentIndex
+from llama_index_sac.retrievers.locator import DocumentLocator, Located, file_name_words
+
+NAMES = {
+    "contracts/acme-nda.txt": {"acme": 12, "dunmore": 4},
+    "contracts/kestrel_msa.txt": {"kestrel": 9, "marlow": 3},
+    "contracts/osprey.txt": {"osprey": 7, "fairhaven": 2},
+    "policies/Keep.txt": {"healthkit": 4},
+}
+SUMMARIES = {
+    "contracts/acme-nda.txt": "acme-nda. Non-Disclosure Agreement between Acme Logistics Corp. and Dunmore Software.",
+    "contracts/kestrel_msa.txt": "kestrel msa. Master Services Agreement between Kestrel Analytics and Marlow Biotech.",
+    "contracts/osprey.txt": "osprey. Mutual Non-Disclosure Agreement between Osprey Robotics and Fairhaven Software.",
+    "policies/Keep.txt": "Keep. Privacy Policy: App. Key terms: HealthKit, collect, training.",
+}
+LOCATOR = DocumentLocator(NAMES, SUMMARIES)
+ACME, KESTREL, OSPREY, KEEP = NAMES
+
+
+@pytest.mark.parametrize(("query", "documents", "question"), [
+    # the template, and the same question with the name after it, inside it, short and possessive
+    ("Consider the Non-Disclosure Agreement between Acme and Dunmore; Does the document allow copies?", (ACME,),
+     "Does the document allow copies?"),
+    ("Does the agreement allow copies, in the Non-Disclosure Agreement between Acme and Dunmore?", (ACME,),
+     "Does the agreement allow copies?"),
+    ("Does the Acme NDA allow copies?", (ACME,), "Does it allow copies?"),
+    ("Under Kestrel's MSA, what is the notice period?", (KESTREL,), "what is the notice period?"),
+    ("What is the notice period of the Master Services Agreement between Kestrel Analytics and Marlow Biotech?",
+     (KESTREL,), "What is the notice period?"),
+    ("can the app read my HealthKit data, according to Keep's privacy policy?", (KEEP,),
+     "can the app read my HealthKit data?"),
+    ("does osprey share my data?", (OSPREY,), "does it share my data?"),  # no capitals: its rare words name it
+    # no document named: none located, the question itself
+    ("Which of our NDAs let the recipient keep copies?", (), "Which of our NDAs let the recipient keep copies?"),
+    ("Does the Receiving Party have to return Confidential Information?", (),
+     "Does the Receiving Party have to return Confidential Information?"),
+    ("Where is the Notice Clause", (), "Where is the Notice Clause"),
+])
+def test_documents_are_located_by_their_names_wherever_the_question_names_them(query, documents, question):
+    found = LOCATOR.locate(query)
+    assert found.documents == documents and found.question == question
+    assert bool(found) == bool(documents)
+    for start, end in found.spans:  # each span is a phrase of the query that holds a name
+        assert 0 <= start < end <= len(query)
+
+
+def test_two_documents_named_are_both_located_and_the_question_keeps_its_words():
+    found = LOCATOR.locate("Do the Acme NDA and the Kestrel MSA both allow copies?")
+    assert set(found.documents) == {ACME, KESTREL}
+    assert "allow copies" in found.question and "Acme" not in found.question and "Kestrel" not in found.question
+
+
+def test_a_rare_capitalised_word_is_a_name_only_in_a_phrase_that_reads_as_a_documents_name():
+    """"Dunmore" is one document's name, yet "the Dunmore Clause" is what is asked about (no type word, possessive,
+    "between" or preposition); in "Under the Dunmore agreement" it names the document."""
+    assert LOCATOR.locate("Where is the Dunmore Clause").documents == ()
+    assert LOCATOR.locate("Under the Dunmore agreement, where is the notice clause?").documents == (ACME,)
+    # a word of the file name names its document without more ("does osprey ..."); one that is a stop word
+    # ("Keep") only in such a phrase, written as a name inside the sentence
+    assert LOCATOR.locate("Does Osprey sell my data?").documents == (OSPREY,)
+    assert LOCATOR.locate("Does Keep sell my data?").documents == ()
+    assert LOCATOR.locate("Does Keep's policy let it sell my data?").documents == (KEEP,)
+    assert LOCATOR.locate("Keep's policy: may it sell my data?").documents == ()  # the first word of a sentence
+
+
+def test_a_word_many_documents_hold_names_none():
+    names = {f"d{i}.txt": {"acme": 1} for i in range(4)}
+    assert DocumentLocator(names).locate("Under the Acme NDA, may I keep copies?").documents == ()  # 4 > 3
+    assert DocumentLocator(names, max_documents=4).locate("Under the Acme NDA, may I?").documents == tuple(names)
+    two = DocumentLocator({"a": {"acme": 1, "dunmore": 1}, "b": {"acme": 1}}, min_share=0.5)
+    assert two.locate("Under the Acme NDA, may I?").documents == ("a", "b")  # 1/2 each: a tie
+    assert two.locate("Under the Acme NDA with Dunmore, may I?").documents == ("a",)  # 1.5 against 0.5
+    assert DocumentLocator({"a": {"acme": 1}, "b": {"acme": 1}}).locate("Under the Acme NDA?").documents == ("a", "b")
+
+
+def test_file_name_words():
+    assert file_name_words("privacy_qa/Keep.txt") == ["keep"]
+    assert file_name_words("contractnli/Grindrod%20SA%20NDA.txt") == ["grindrod", "sa", "nda"]
+    assert file_name_words("C:\\docs\\acme-nda_v2.pdf") == ["acme", "nda", "v2"]
+    assert file_name_words("3f2a9c1e") == ["3f2a9c1e"] and file_name_words("2024.txt") == []
+
+
+@pytest.mark.parametrize("query", [
+    "Acme Kestrel Osprey",  # only names
+    "the of and is it",  # only stop words
+    "Does the " + "Acme " * 2000 + "NDA allow copies?",  # 10,000 characters
+    "x" * 10_000,
+    "¿Permite el acuerdo de Acme hacer copias?",  # another language
+    "アクメ社の秘密保持契約はコピーを認めますか？",  # another script
+    "Does the Acme NDA or the Kestrel MSA allow copies?",  # two documents
+    "", " ", "?", "'s", "Acme's'", "- - -", "\u200b", "a\x00b",
+])
+def test_bad_input_gives_an_answer_never_an_error(query):
+    found = LOCATOR.locate(query)
+    assert isinstance(found, Located) and isinstance(found.question, str)
+    assert found.question if query.strip() and any(c.isalnum() for c in query) else True
+    assert set(found.documents) <= set(NAMES)
+
+
+def test_the_locator_is_linear_in_the_query():
+    """A long question of names and glue words: every phrase is widened once (the spans do not overlap)."""
+    query = " and ".join(["the Acme NDA"] * 3000)
+    found = LOCATOR.locate(query)
+    assert found.documents == (ACME,)
+    ends = [end for _, end in found.spans]
+    assert all(a[1] <= b[0] for a, b in zip(found.spans, found.spans[1:])) and ends == sorted(ends)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(list("AaKk e'-,.;?") + ["Acme", "Kestrel", " NDA ", " the ", " of "]),
+                max_size=40).map("".join))
+def test_any_text_gives_located_documents_of_the_index_and_spans_inside_the_query(query):
+    found = LOCATOR.locate(query)
+    assert set(found.documents) <= set(NAMES)
+    assert all(0 <= s < e <= len(query) for s, e in found.spans)
+    assert not found.documents or found.spans
+    assert found.question == query or found.documents
+
+
+def test_bad_options_are_named():
+    with pytest.raises(ValueError, match="max_documents must be an int >= 1"):
+        DocumentLocator(NAMES, max_documents=0)
+    with pytest.raises(ValueError, match=r"min_share must be a number in \(0, 1\]"):
+        DocumentLocator(NAMES, min_share=0)
+    with pytest.raises(TypeError, match="names must be a mapping"):
+        DocumentLocator(["acme"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="query must be a str"):
+        LOCATOR.locate(None)  # type: ignore[arg-type]
+
+
+def test_the_prior_reads_the_naming_phrase_and_a_question_naming_no_document_has_none():
+    index = DocumentIndex(SUMMARIES, NAMES)
+    named = index.prior_of("May the recipient keep copies, under the Osprey NDA?")
+    assert max(named, key=lambda d: named[d]) == OSPREY and named[OSPREY] == 1.0
+    assert index.prior("May the recipient keep copies of Confidential Information?").tolist() == [0.0] * 4
+    assert index.locate("Under the Osprey NDA, may I?") is index.locate("Under the Osprey NDA, may I?")  # remembered
+    whole = DocumentIndex(SUMMARIES, NAMES, locator_only=False)
+    generic = "Does the Non-Disclosure Agreement allow copies?"
+    assert np.count_nonzero(whole.prior(generic)) > 0 and not index.prior(generic).any()
