@@ -28,12 +28,14 @@ __all__ = [
     "DEFAULT_PRIOR_WEIGHT",
     "DEFAULT_QUESTION_WEIGHT",
     "DEFAULT_REQUIRE_NAME_MATCH",
+    "DEFAULT_SCORE_SCALE",
     "DEFAULT_SEMANTIC_BATCH_SIZE",
     "DEFAULT_SENTENCE_BACKEND",
     "DEFAULT_SIMILARITY_TOP_K",
     "DEFAULT_SUMMARY_CHARS",
     "DEFAULT_WORD_PARTS",
     "LexicalScope",
+    "ScoreScale",
 ]
 
 #: Recursive and hybrid parsers: maximum chunk length and overlap (the SAC paper's and LegalBench-RAG's setting).
@@ -76,3 +78,9 @@ DEFAULT_LEXICAL_WEIGHT = 0.1
 LexicalScope = Literal["located", "candidates"]
 DEFAULT_LEXICAL_SCOPE: LexicalScope = "located"
 DEFAULT_QUESTION_WEIGHT = 0.5
+#: The scale the candidates' scores are put on before the prior and the lexical score are added
+#: (:func:`~llama_index_sac.retrievers.ranking.scaled_scores`): ``"as-is"``; ``"max"``: each divided by the query's
+#: largest absolute score; ``"min-max"``: ``(s - min) / (max - min)``; ``"auto"``: as they are when every score lies in
+#: [-1, 1] (a vector index's cosine similarity, the scale the weights were chosen on), else ``"max"``.
+ScoreScale = Literal["auto", "as-is", "max", "min-max"]
+DEFAULT_SCORE_SCALE: ScoreScale = "auto"
