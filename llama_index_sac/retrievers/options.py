@@ -68,7 +68,7 @@ class RankingOptions(BaseModel):
     """How the chunks are ranked: ``score + prior_weight * prior(document) + lexical_weight * lexical(chunk)``, then
     each located document's places in clause order (:func:`~llama_index_sac.retrievers.ranking.rank`). ``score`` is
     the chunk's score put on one scale (``score_scale``): a vector index's cosine similarity as it is, the scores of
-    another retriever (BM25; fusion with ``score_scale="max"``) divided by the query's best, so each weight means the
+    another retriever (BM25; fusion with ``score_scale="band"``) mapped onto a cosine's spread, so each weight means the
     same everywhere."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -93,9 +93,9 @@ class RankingOptions(BaseModel):
                                                "[0, 1]; over a vector index only.")
     score_scale: ScoreScale = Field(
         default=DEFAULT_SCORE_SCALE, description="The scale of the candidates' scores before the prior and the "
-        "lexical score are added, per query: as-is; max (each divided by the largest absolute score); min-max (the "
-        "worst 0, the best 1); auto: as they are when all lie in [-1, 1] (cosine), else max (BM25). Set max "
-        "around reciprocal-rank fusion, whose scores are small.")
+        "lexical score are added, per query: as-is; band (the best 1, the worst 1 - COSINE_SPAN, a cosine's "
+        "spread); max (each divided by the largest absolute score); auto: as they are when all lie in [-1, 1] "
+        "(cosine), else band (BM25). Set band around reciprocal-rank fusion, whose scores are small.")
 
 
 def options_from(cls: type[_Options], options: _Options | None, values: Mapping[str, Any]) -> _Options:

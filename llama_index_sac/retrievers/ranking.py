@@ -4,8 +4,9 @@
 order.
 
 0. **One scale** (:func:`scaled_scores`): the candidates' scores as ``score_scale`` says, per query: a vector
-   index's cosine similarity as it is (the scale the weights were chosen on), a BM25 or fusion retriever's scores
-   divided by the query's best, so ``prior_weight`` and ``lexical_weight`` mean the same around any retriever.
+   index's cosine similarity as it is (the scale the weights were chosen on), a BM25 retriever's scores mapped onto
+   the spread of a cosine's (best 1, worst ``1 - COSINE_SPAN``), so ``prior_weight`` and ``lexical_weight`` mean the
+   same around any retriever.
 1. The **located documents** (:func:`located_documents`): the ``max(1, focus_documents)`` documents of highest prior
    (ties by id); none when no document has a positive prior.
 2. The **lexical score** (:func:`lexical_units`): the BM25 of the question (the query without its locator clause and
@@ -24,15 +25,18 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from llama_index_sac.constants import ScoreScale
+from llama_index_sac.constants import COSINE_SPAN, ScoreScale
 from llama_index_sac.retrievers.chunk_lexical import lexical_scores, question_tokens
 from llama_index_sac.retrievers.clause_order import order_within_documents
 from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.options import RankingOptions
 
-__all__ = ["LexicalUnits", "fuse", "located_documents", "lexical_units", "rank", "scaled_scores"]
+__all__ = ["COSINE_TOLERANCE", "LexicalUnits", "fuse", "located_documents", "lexical_units", "rank", "scaled_scores"]
 
 #: ``(hits, query, locator names, scope) -> node id -> unit lexical score``: :func:`lexical_units` or a stand-in.
+#: How far past [-1, 1] a cosine similarity may lie by float32 rounding and still be kept as it is by ``"auto"``.
+COSINE_TOLERANCE = 1e-4
+
 LexicalUnits = Callable[[Sequence[NodeWithScore], str, frozenset[str], Collection[str] | None], dict[str, float]]
 
 
@@ -46,26 +50,27 @@ def _unique(hits: Iterable[NodeWithScore]) -> dict[str, NodeWithScore]:
 def scaled_scores(hits: Sequence[NodeWithScore], scale: ScoreScale) -> list[NodeWithScore]:
     """``hits`` with their scores on one scale (None counts as 0), each a new ``NodeWithScore``, in their order.
 
-    ``"as-is"``: unchanged. ``"max"``: each divided by the largest absolute score of ``hits`` (so the best positive
-    score is 1 and 0 stays 0; all 0: unchanged). ``"min-max"``: ``(s - min) / (max - min)`` (all equal: 1).
-    ``"auto"``: as-is when every score lies in [-1, 1] (a similarity such as a vector index's cosine), else
-    ``"max"`` (BM25 and other unbounded scores).
+    ``"as-is"``: unchanged. ``"band"``: ``1 - COSINE_SPAN * (best - s) / (best - worst)``, the spread of a vector
+    index's cosine over its candidates (:data:`~llama_index_sac.constants.COSINE_SPAN`; all equal: 1). ``"max"``: each
+    divided by the largest absolute score (the best positive score 1, 0 stays 0; all 0: unchanged). ``"auto"``: as-is
+    when every score lies in [-1, 1] (a similarity such as a vector index's cosine, give or take
+    :data:`COSINE_TOLERANCE`), else ``"band"`` (BM25 and other unbounded scores).
 
     Raises:
         ValueError: an unknown ``scale``."""
     scores = [float(hit.score or 0.0) for hit in hits]
     if scale == "auto":
-        scale = "as-is" if all(-1.0 <= s <= 1.0 for s in scores) else "max"
+        scale = "as-is" if all(abs(s) <= 1.0 + COSINE_TOLERANCE for s in scores) else "band"
     if scale == "as-is":
         scaled = scores
+    elif scale == "band":
+        low, high = min(scores, default=0.0), max(scores, default=0.0)
+        scaled = [1.0 - COSINE_SPAN * (high - s) / (high - low) if high > low else 1.0 for s in scores]
     elif scale == "max":
         top = max((abs(s) for s in scores), default=0.0)
         scaled = [s / top for s in scores] if top > 0 else scores
-    elif scale == "min-max":
-        low, high = min(scores, default=0.0), max(scores, default=0.0)
-        scaled = [(s - low) / (high - low) for s in scores] if high > low else [1.0] * len(scores)
     else:
-        raise ValueError(f"score_scale must be one of 'auto', 'as-is', 'max', 'min-max', got {scale!r}")
+        raise ValueError(f"score_scale must be one of 'auto', 'as-is', 'band', 'max', got {scale!r}")
     return [NodeWithScore(node=hit.node, score=s) for hit, s in zip(hits, scaled)]
 
 
