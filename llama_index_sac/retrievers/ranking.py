@@ -33,10 +33,10 @@ from llama_index_sac.retrievers.options import RankingOptions
 
 __all__ = ["COSINE_TOLERANCE", "LexicalUnits", "fuse", "located_documents", "lexical_units", "rank", "scaled_scores"]
 
-#: ``(hits, query, locator names, scope) -> node id -> unit lexical score``: :func:`lexical_units` or a stand-in.
 #: How far past [-1, 1] a cosine similarity may lie by float32 rounding and still be kept as it is by ``"auto"``.
 COSINE_TOLERANCE = 1e-4
 
+#: ``(hits, query, locator names, scope) -> node id -> unit lexical score``: :func:`lexical_units` or a stand-in.
 LexicalUnits = Callable[[Sequence[NodeWithScore], str, frozenset[str], Collection[str] | None], dict[str, float]]
 
 
