@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "COSINE_SPAN",
     "DEFAULT_BREAKPOINT_METHOD",
     "DEFAULT_BUFFER_SIZE",
     "DEFAULT_CANDIDATE_TOP_K",
@@ -30,12 +31,14 @@ __all__ = [
     "DEFAULT_PRIOR_WEIGHT",
     "DEFAULT_QUESTION_WEIGHT",
     "DEFAULT_REQUIRE_NAME_MATCH",
+    "DEFAULT_SCORE_SCALE",
     "DEFAULT_SEMANTIC_BATCH_SIZE",
     "DEFAULT_SENTENCE_BACKEND",
     "DEFAULT_SIMILARITY_TOP_K",
     "DEFAULT_SUMMARY_CHARS",
     "DEFAULT_WORD_PARTS",
     "LexicalScope",
+    "ScoreScale",
 ]
 
 #: Recursive and hybrid parsers: maximum chunk length and overlap (the SAC paper's and LegalBench-RAG's setting).
@@ -83,3 +86,14 @@ DEFAULT_LEXICAL_WEIGHT = 0.1
 LexicalScope = Literal["located", "candidates"]
 DEFAULT_LEXICAL_SCOPE: LexicalScope = "located"
 DEFAULT_QUESTION_WEIGHT = 0.5
+#: The scale the candidates' scores are put on before the prior and the lexical score are added
+#: (:func:`~llama_index_sac.retrievers.ranking.scaled_scores`): ``"as-is"``; ``"band"``: the best 1, the worst
+#: ``1 - COSINE_SPAN``, linear between; ``"max"``: each divided by the query's largest absolute score; ``"auto"``: as
+#: they are when every score lies in [-1, 1] (a vector index's cosine similarity, the scale the weights were chosen
+#: on), else ``"band"``.
+ScoreScale = Literal["auto", "as-is", "band", "max"]
+DEFAULT_SCORE_SCALE: ScoreScale = "auto"
+#: The span ``"band"`` gives the candidates: the median over the queries of the default embedding's cosine of the
+#: best minus the ``DEFAULT_CANDIDATE_TOP_K``-th dense candidate, measured held out (``bench/bench_wrapped_retrievers.py
+#: --seed 1 --spans``: contracts and queries the benchmarks do not score).
+COSINE_SPAN = 0.4

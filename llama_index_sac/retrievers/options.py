@@ -25,8 +25,10 @@ from llama_index_sac.constants import (
     DEFAULT_PRIOR_WEIGHT,
     DEFAULT_QUESTION_WEIGHT,
     DEFAULT_REQUIRE_NAME_MATCH,
+    DEFAULT_SCORE_SCALE,
     DEFAULT_WORD_PARTS,
     LexicalScope,
+    ScoreScale,
 )
 
 __all__ = ["DocumentPriorOptions", "RankingOptions", "options_from"]
@@ -64,8 +66,10 @@ class DocumentPriorOptions(BaseModel):
 
 class RankingOptions(BaseModel):
     """How the chunks are ranked: ``score + prior_weight * prior(document) + lexical_weight * lexical(chunk)``, then
-    each located document's places in clause order (:func:`~llama_index_sac.retrievers.ranking.rank`). Weights are in
-    the units of the chunks' scores (cosine similarity for a vector index)."""
+    each located document's places in clause order (:func:`~llama_index_sac.retrievers.ranking.rank`). ``score`` is
+    the chunk's score put on one scale (``score_scale``): a vector index's cosine similarity as it is, the scores of
+    another retriever (BM25; fusion with ``score_scale="band"``) mapped onto a cosine's spread, so each weight means the
+    same everywhere."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -87,6 +91,11 @@ class RankingOptions(BaseModel):
                                    description="Share of the question's own dense score (the query without its "
                                                "locator clause) in the order of a located document's chunks, in "
                                                "[0, 1]; over a vector index only.")
+    score_scale: ScoreScale = Field(
+        default=DEFAULT_SCORE_SCALE, description="The scale of the candidates' scores before the prior and the "
+        "lexical score are added, per query: as-is; band (the best 1, the worst 1 - COSINE_SPAN, a cosine's "
+        "spread); max (each divided by the largest absolute score); auto: as they are when all lie in [-1, 1] "
+        "(cosine), else band (BM25). Set band around reciprocal-rank fusion, whose scores are small.")
 
 
 def options_from(cls: type[_Options], options: _Options | None, values: Mapping[str, Any]) -> _Options:

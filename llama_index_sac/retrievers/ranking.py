@@ -3,6 +3,10 @@
 :class:`~llama_index_sac.retrievers.postprocessor.DocumentAwarePostprocessor`, so the same candidates give the same
 order.
 
+0. **One scale** (:func:`scaled_scores`): the candidates' scores as ``score_scale`` says, per query: a vector
+   index's cosine similarity as it is (the scale the weights were chosen on), a BM25 retriever's scores mapped onto
+   the spread of a cosine's (best 1, worst ``1 - COSINE_SPAN``), so ``prior_weight`` and ``lexical_weight`` mean the
+   same around any retriever.
 1. The **located documents** (:func:`located_documents`): the ``max(1, focus_documents)`` documents of highest prior
    (ties by id); none when no document has a positive prior.
 2. The **lexical score** (:func:`lexical_units`): the BM25 of the question (what it asks without the phrases naming
@@ -22,12 +26,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
+from llama_index_sac.constants import COSINE_SPAN, ScoreScale
 from llama_index_sac.retrievers.chunk_lexical import lexical_scores, question_tokens
 from llama_index_sac.retrievers.clause_order import order_within_documents
 from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.options import RankingOptions
 
-__all__ = ["LexicalUnits", "fuse", "located_documents", "lexical_units", "rank"]
+__all__ = ["COSINE_TOLERANCE", "LexicalUnits", "fuse", "located_documents", "lexical_units", "rank", "scaled_scores"]
+
+#: How far past [-1, 1] a cosine similarity may lie by float32 rounding and still be kept as it is by ``"auto"``.
+COSINE_TOLERANCE = 1e-4
 
 #: ``(hits, query, locator names, scope) -> node id -> unit lexical score``: :func:`lexical_units` or a stand-in.
 LexicalUnits = Callable[[Sequence[NodeWithScore], str, frozenset[str], Collection[str] | None], dict[str, float]]
@@ -38,6 +46,33 @@ def _unique(hits: Iterable[NodeWithScore]) -> dict[str, NodeWithScore]:
     for hit in hits:
         seen.setdefault(hit.node.node_id, hit)
     return seen
+
+
+def scaled_scores(hits: Sequence[NodeWithScore], scale: ScoreScale) -> list[NodeWithScore]:
+    """``hits`` with their scores on one scale (None counts as 0), each a new ``NodeWithScore``, in their order.
+
+    ``"as-is"``: unchanged. ``"band"``: ``1 - COSINE_SPAN * (best - s) / (best - worst)``, the spread of a vector
+    index's cosine over its candidates (:data:`~llama_index_sac.constants.COSINE_SPAN`; all equal: 1). ``"max"``: each
+    divided by the largest absolute score (the best positive score 1, 0 stays 0; all 0: unchanged). ``"auto"``: as-is
+    when every score lies in [-1, 1] (a similarity such as a vector index's cosine, give or take
+    :data:`COSINE_TOLERANCE`), else ``"band"`` (BM25 and other unbounded scores).
+
+    Raises:
+        ValueError: an unknown ``scale``."""
+    scores = [float(hit.score or 0.0) for hit in hits]
+    if scale == "auto":
+        scale = "as-is" if all(abs(s) <= 1.0 + COSINE_TOLERANCE for s in scores) else "band"
+    if scale == "as-is":
+        scaled = scores
+    elif scale == "band":
+        low, high = min(scores, default=0.0), max(scores, default=0.0)
+        scaled = [1.0 - COSINE_SPAN * (high - s) / (high - low) if high > low else 1.0 for s in scores]
+    elif scale == "max":
+        top = max((abs(s) for s in scores), default=0.0)
+        scaled = [s / top for s in scores] if top > 0 else scores
+    else:
+        raise ValueError(f"score_scale must be one of 'auto', 'as-is', 'band', 'max', got {scale!r}")
+    return [NodeWithScore(node=hit.node, score=s) for hit, s in zip(hits, scaled)]
 
 
 def located_documents(prior: Mapping[str, float], focus_documents: int) -> list[str]:
@@ -80,7 +115,8 @@ def rank(hits: Sequence[NodeWithScore], query: str, prior: Mapping[str, float], 
     """The ranked top ``top_k`` of ``hits`` (module docstring).
 
     Args:
-        hits: the candidates, each with its score for the query (a node's first hit counts).
+        hits: the candidates, each with its score for the query (a node's first hit counts), put on one scale
+            (:func:`scaled_scores`, ``options.score_scale``; ``question_hits`` on theirs).
         query: the query text. prior: document id -> prior (:meth:`DocumentIndex.prior_of`; empty: none).
         document_index: the index whose names the question loses. options: the weights (``focus_documents`` None
             counts as 0). top_k: places returned (None: every candidate).
@@ -90,6 +126,8 @@ def rank(hits: Sequence[NodeWithScore], query: str, prior: Mapping[str, float], 
 
     Returns:
         New ``NodeWithScore`` objects, best first, each with its fused score."""
+    hits = scaled_scores(hits, options.score_scale)
+    question_hits = scaled_scores(question_hits, options.score_scale) if question_hits else ()
     located = located_documents(prior, options.focus_documents or 0)
     lexical: dict[str, float] = {}
     if options.lexical_weight > 0 and (prior or options.prior_weight == 0):  # no document named: the order given
