@@ -10,6 +10,10 @@ summary is what the node's metadata holds, so it is what is embedded, stored and
 text, its document's summary and the budget, nothing else. When no word of the summary fits, the node keeps an empty
 summary that is not embedded. A chunk that exceeds the limit even without its summary cannot be fitted without
 cutting the chunk: its summary is left whole and the node is counted in :attr:`FitReport.over`.
+
+The model is the one the transformation is given, else the one set on LlamaIndex's ``Settings``
+(:func:`settings_embed_model`); with neither (and no explicit limit) nothing is measured, and
+:func:`warn_unfitted` says so once.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode
+from llama_index.core.settings import Settings
 
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.embeddings.model import (
@@ -31,7 +36,7 @@ from llama_index_sac.embeddings.model import (
 )
 
 __all__ = ["EmbedBudget", "FitReport", "character_budget", "fit_embed_strings", "fit_summaries", "model_budget",
-           "summary_prefixes"]
+           "settings_embed_model", "summary_prefixes", "warn_unfitted"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +168,26 @@ def model_budget(model: BaseEmbedding) -> EmbedBudget | None:
     instruction = getattr(model, "text_instruction", None) or ""
     measure = (lambda text: count(instruction + text)) if instruction else count
     return EmbedBudget(limit, measure, f"the input limit of {limit} tokens of {model.model_name}")
+
+
+def settings_embed_model() -> BaseEmbedding | None:
+    """The embedding model set with ``Settings.embed_model = ...``, or None when none was set.
+
+    Reads the value behind LlamaIndex's ``Settings.embed_model`` property (``Settings._embed_model`` of
+    llama-index-core): the property itself would build LlamaIndex's default model (OpenAI: an API key and a network
+    call) when none was set. ``tests/augmentation/test_embed_fit.py`` checks this against the pinned core."""
+    model = getattr(Settings, "_embed_model", None)
+    return model if isinstance(model, BaseEmbedding) else None
+
+
+def warn_unfitted() -> None:
+    """The :class:`EmbedLimitWarning` that EMBED strings are not fitted to any model's input limit."""
+    warnings.warn(
+        "SummaryAugmentationTransformation: EMBED strings (summary + chunk) are not fitted to an embedding model's "
+        "input limit, and a model silently drops what exceeds it: pass embed_model= (or embed_limit=) or set "
+        "Settings.embed_model",
+        EmbedLimitWarning, stacklevel=caller_stacklevel(),
+    )
 
 
 def fit_embed_strings(nodes: Sequence[BaseNode], summary_key: str, budget: EmbedBudget | None,

@@ -28,6 +28,8 @@ from llama_index_sac.augmentation.fit import (
     character_budget,
     fit_embed_strings,
     model_budget,
+    settings_embed_model,
+    warn_unfitted,
 )
 from llama_index_sac.augmentation.summarizing import summarize_groups
 from llama_index_sac.documents import DocumentGroup, group_by_document, is_document
@@ -116,8 +118,8 @@ class SummaryAugmentationTransformation(TransformComponent):
     embed_model: BaseEmbedding | None = Field(
         default=None,
         description="The embedding model the nodes will be embedded with: its input limit and tokenizer bound each "
-        "EMBED string (on_embed_overflow). None: not measured unless embed_limit is set. Serialized as its identity "
-        "and limit.",
+        "EMBED string (on_embed_overflow). None: the model set as Settings.embed_model, else nothing is measured "
+        "(one EmbedLimitWarning says so) unless embed_limit is set. Serialized as its identity and limit.",
     )
     embed_limit: int | None = Field(
         default=None, gt=0,
@@ -150,6 +152,7 @@ class SummaryAugmentationTransformation(TransformComponent):
     _memo: dict[str, SummaryResult] = PrivateAttr(default_factory=dict)  # summaries by cache key, without cache_dir
     _budget: tuple[int, EmbedBudget | None] | None = PrivateAttr(default=None)  # (id of embed_model, its budget)
     _last_fit: FitReport = PrivateAttr(default_factory=FitReport)
+    _warned_unfitted: bool = PrivateAttr(default=False)
 
     @field_validator("cache_dir", mode="before")
     @classmethod
@@ -176,6 +179,9 @@ class SummaryAugmentationTransformation(TransformComponent):
         has failed, ``failure_epoch`` (so the next run misses the cached output that holds the failed nodes)."""
         data = super().to_dict(**kwargs)
         data["summarizer_identity"] = self.summarizer.identity()
+        fitted_to = self._settings_model()
+        if fitted_to is not None:  # EMBED strings are fitted to Settings.embed_model: a new one, a new output
+            data["settings_embed_model"] = self._serialize_embed_model(fitted_to)
         epoch = self.failure_epoch
         if epoch:
             data["failure_epoch"] = epoch
@@ -319,13 +325,23 @@ class SummaryAugmentationTransformation(TransformComponent):
             if self.text_template is not None and hasattr(node, "text_template"):
                 node.text_template = self.text_template
 
+    def _settings_model(self) -> BaseEmbedding | None:
+        """``Settings.embed_model`` when it is the model EMBED strings are fitted to (no embed_model, no
+        embed_limit), else None."""
+        return settings_embed_model() if self.embed_model is None and self.embed_limit is None else None
+
     def _fit_embed_limit(self, nodes: Sequence[BaseNode]) -> None:
+        embedded = [n for n in nodes if not isinstance(n, Document)]  # documents are not embedded; their chunks are
         budget: EmbedBudget | None = None
         if self.embed_limit is not None:
             budget = character_budget(self.embed_limit, self.embed_length_function)
         else:
-            if self.embed_model is not None and (self._budget is None or self._budget[0] != id(self.embed_model)):
-                self._budget = (id(self.embed_model), model_budget(self.embed_model))  # a tokenizer, built once
-            budget = self._budget[1] if self.embed_model is not None and self._budget is not None else None
-        embedded = [n for n in nodes if not isinstance(n, Document)]  # documents are not embedded; their chunks are
+            model = self.embed_model if self.embed_model is not None else settings_embed_model()
+            if model is not None:
+                if self._budget is None or self._budget[0] != id(model):
+                    self._budget = (id(model), model_budget(model))  # a tokenizer, built once
+                budget = self._budget[1]
+            elif embedded and self.embed_summary and not self._warned_unfitted:
+                self._warned_unfitted = True
+                warn_unfitted()
         self._last_fit = fit_embed_strings(embedded, self.summary_key, budget, self.on_embed_overflow)

@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from llama_index.core import Settings
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.ingestion.pipeline import get_transformation_hash
 from llama_index.core.node_parser import SentenceSplitter
@@ -157,7 +158,7 @@ def test_excluded_metadata_is_not_embedded() -> None:
 
 
 # -- case 03: embedding input limit ----------------------------------------------------------------------------
-def test_embed_limit_warns_or_raises_never_cuts() -> None:
+def test_embed_limit_warns_or_raises_never_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
     case = load_case("03")
     text, summary = case["input"]["text"], case["input"]["summary"]
     doc = Document(text=text, id_="c03")
@@ -182,9 +183,10 @@ def test_embed_limit_warns_or_raises_never_cuts() -> None:
     with pytest.raises(ValueError, match="summary alone leaves no room"):
         SummaryAugmentationTransformation(summarizer=fake_summarizer(llm, max_chars=200), embed_limit=180,
                                           on_embed_overflow="raise")(nodes, documents=[doc])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no limit, no warning
+    monkeypatch.setattr(Settings, "_embed_model", None)  # no limit, no model: one warning that nothing is fitted
+    with pytest.warns(EmbedLimitWarning, match="not fitted to an embedding model's input limit") as record:
         SummaryAugmentationTransformation(summarizer=fake_summarizer(llm, max_chars=200))(nodes, documents=[doc])
+    assert len(record) == 1
 
 
 # -- case 08: blank documents ----------------------------------------------------------------------------------

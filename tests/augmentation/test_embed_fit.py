@@ -6,7 +6,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import llama_index.core.settings as llama_settings
 import pytest
+from llama_index.core import Settings
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 
@@ -16,7 +18,7 @@ from llama_index_sac import (
     RecursiveCharacterNodeParser,
     SummaryAugmentationTransformation,
 )
-from llama_index_sac.augmentation.fit import EmbedBudget, fit_summaries, summary_prefixes
+from llama_index_sac.augmentation.fit import EmbedBudget, fit_summaries, settings_embed_model, summary_prefixes
 from llama_index_sac.summarizers import BaseSummarizer, SummaryResult
 from tests.conftest import FakeEmbedding
 
@@ -128,12 +130,65 @@ def test_a_chunk_too_long_alone_keeps_its_summary_and_is_counted_once() -> None:
     assert {n.metadata["document_summary"] for n in untouched} == {Fixed().summary}
 
 
-def test_without_a_model_or_limit_nothing_is_measured() -> None:
+def test_without_a_model_or_limit_nothing_is_measured_and_one_warning_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Settings, "_embed_model", None)  # no Settings.embed_model either
+    monkeypatch.setattr(llama_settings, "resolve_embed_model", _no_default_model)  # never LlamaIndex's default
     doc = Document(text="word " * 400, id_="d")
     transform = SummaryAugmentationTransformation(summarizer=Fixed())
-    out = transform(RecursiveCharacterNodeParser(chunk_size=500)([doc]), documents=[doc])
+    with pytest.warns(EmbedLimitWarning, match=r"EMBED strings \(summary \+ chunk\) are not fitted to an embedding "
+                                               r"model's input limit.*set Settings.embed_model") as record:
+        out = transform(RecursiveCharacterNodeParser(chunk_size=500)([doc]), documents=[doc])
+    assert len(record) == 1 and record[0].filename == __file__  # at the user's line
     assert {n.metadata["document_summary"] for n in out} == {Fixed().summary}
     assert transform.last_embed_fit.nodes == 0 and transform.to_dict()["embed_model"] is None
+    assert "settings_embed_model" not in transform.to_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per transformation
+        transform(RecursiveCharacterNodeParser(chunk_size=500)([doc]), documents=[doc])
+        # summaries not embedded, or a limit given: nothing to say
+        SummaryAugmentationTransformation(summarizer=Fixed(), embed_summary=False)(
+            RecursiveCharacterNodeParser(chunk_size=500)([doc]), documents=[doc])
+        SummaryAugmentationTransformation(summarizer=Fixed(), embed_limit=10_000)(
+            RecursiveCharacterNodeParser(chunk_size=500)([doc]), documents=[doc])
+
+
+def _no_default_model(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("LlamaIndex's default embedding model was built")
+
+
+def test_settings_embed_model_is_read_without_building_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against the pinned llama-index-core: the value behind the ``Settings.embed_model`` property."""
+    monkeypatch.setattr(Settings, "_embed_model", None)
+    monkeypatch.setattr(llama_settings, "resolve_embed_model", _no_default_model)
+    assert settings_embed_model() is None
+    monkeypatch.undo()
+    monkeypatch.setattr(Settings, "_embed_model", None)
+    model = LimitedEmbedding()
+    Settings.embed_model = model
+    assert settings_embed_model() is model
+
+
+def test_a_transformation_without_embed_model_fits_to_settings_embed_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Settings, "_embed_model", None)
+    Settings.embed_model = LimitedEmbedding()
+    pieces = ["one two", "three four five six seven",
+              "eight nine ten eleven twelve thirteen fourteen fifteen sixteen"]
+    transform = SummaryAugmentationTransformation(summarizer=Fixed())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # fitted: no warning
+        out = transform(split("lease.txt", pieces)[1], documents=[split("lease.txt", pieces)[0]])
+    # the same trimming as with embed_model=LimitedEmbedding() (test above, worked out there)
+    assert [n.metadata["document_summary"] for n in out] == [
+        "Lease between Acme Corp. and Beta LLC", "Lease between Acme Corp.", ""]
+    assert transform.last_embed_fit.trimmed == 3
+    # the model fitted to is part of the settings LlamaIndex's ingestion cache hashes
+    assert transform.to_dict()["settings_embed_model"] == {"class_name": "LimitedEmbedding", "model_name": "unknown",
+                                                           "max_tokens": 12, "text_instruction": None}
+    assert "settings_embed_model" not in SummaryAugmentationTransformation(
+        summarizer=Fixed(), embed_model=LimitedEmbedding()).to_dict()
+
+
 
 
 def test_the_default_summary_folds_in_the_file_name_and_title() -> None:
