@@ -29,7 +29,8 @@ pipelines = {
     "baseline": IngestionPipeline(transformations=[parser]),  # each chunk embedded alone
     "SAC": IngestionPipeline(transformations=[
         parser,
-        SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(max_chars=150)),  # one summary per doc
+        SummaryAugmentationTransformation(summarizer=ExtractiveSummarizer(max_chars=150),  # one summary per doc,
+                                          embed_model=embed_model),  # trimmed per chunk to the model's limit
     ]),
 }
 retrievers = {
