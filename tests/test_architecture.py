@@ -21,7 +21,7 @@ LAYERS = [
     HARNESS,
 ]
 CORE = {"llama_index", "numpy", "nupunkt", "nltk", "pydantic", "pydantic_core", "tqdm", "httpx", "llama_index_sac",
-        "Stemmer"}  # PyStemmer
+        "Stemmer", "tenacity"}  # PyStemmer
 MAX_LINES = 450
 
 
