@@ -166,8 +166,8 @@ def server_rows(port: int) -> Counter[str]:
     try:
         got = client.get_collection("llama-sac").get(include=["metadatas"])
     finally:
-        client.close()
-    return Counter(str(m["ref_doc_id"]) for m in got["metadatas"])
+        client.close()  # type: ignore[attr-defined]  # chromadb >= 1.5.2 (the vectorstores extra's bound)
+    return Counter(str(m["ref_doc_id"]) for m in got["metadatas"] or [])
 
 
 def complete(spec: StoreSpec, port: int, texts: dict[str, str]) -> None:

@@ -13,7 +13,7 @@ import unicodedata
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -290,7 +290,7 @@ def test_a_file_that_changes_while_it_is_read_is_not_recorded(tmp_path: Path, mo
     victim = sorted(texts)[0]
     path = tmp_path / victim
     path.write_text(texts[victim] + "\n\nA first amendment.", encoding="utf-8")
-    fdopen, appended = os.fdopen, []
+    fdopen, appended = os.fdopen, list[bool]()
 
     def writer_behind(fd: int, *args: Any, **kwargs: Any) -> Any:  # another program appends as the file is read
         handle = fdopen(fd, *args, **kwargs)
@@ -398,7 +398,8 @@ _NAMES = st.lists(st.text(alphabet="ae/\u00e9\u0301\uac00\u1100\u1161", min_size
 
 
 @given(ids=_NAMES, forms=st.lists(st.sampled_from(["NFC", "NFD"]), min_size=6, max_size=6))
-def test_twins_look_different_and_each_escaped_spelling_names_exactly_itself(ids: list[str], forms: list[str]) -> None:
+def test_twins_look_different_and_each_escaped_spelling_names_exactly_itself(
+        ids: list[str], forms: list[Literal["NFC", "NFD"]]) -> None:
     from llama_index_sac.apps.ingest.manage import _chosen
 
     ids = sorted({unicodedata.normalize(form, doc_id) for doc_id, form in zip(ids, forms, strict=False)})
