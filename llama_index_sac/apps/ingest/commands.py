@@ -37,6 +37,7 @@ from llama_index_sac.apps.ingest.query import (
     matched_passage,
 )
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
+from llama_index_sac.apps.ingest.serve_settings import TOKEN_ENV, ServeSettings, is_loopback
 from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.embeddings.default import EmbeddingBackendOptions
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
@@ -265,9 +266,19 @@ def serve_command(
         help="chroma-http:// stores: the local folder of the ingest record (default "
         "~/.local/state/llama-sac/chroma-http-HOST-PORT).", show_default=False)] = None,
     collection: Annotated[str, typer.Option(help="Collection in the store.")] = _COLLECTION,
-    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default: nothing else reaches it).")]
-    = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: a free one, printed).")] = 8765,
+    host: Annotated[str, field_option(ServeSettings, "host")] = field_default(ServeSettings, "host"),
+    port: Annotated[int, field_option(ServeSettings, "port")] = field_default(ServeSettings, "port"),
+    allow_host: Annotated[list[str] | None, field_option(ServeSettings, "allow_hosts", "--allow-host",
+                                                         default=False)] = None,
+    token: Annotated[str | None, field_option(ServeSettings, "token", envvar=TOKEN_ENV, show_default=False,
+                                              show_envvar=True)] = None,
+    max_connections: Annotated[int, field_option(ServeSettings, "max_connections")]
+    = field_default(ServeSettings, "max_connections"),
+    read_timeout: Annotated[float, field_option(ServeSettings, "read_timeout")]
+    = field_default(ServeSettings, "read_timeout"),
+    access_log: Annotated[bool, field_option(ServeSettings, "access_log")] = field_default(ServeSettings, "access_log"),
+    log_questions: Annotated[bool, field_option(ServeSettings, "log_questions")]
+    = field_default(ServeSettings, "log_questions"),
     k: Annotated[int, typer.Option("--k", min=1, max=MAX_K, help="Chunks per question when a request has no k.")]
     = 5,
     embed_model: Annotated[str | None, typer.Option(help="Embedding model (default: the one the collection was "
@@ -275,7 +286,8 @@ def serve_command(
     device: Annotated[str | None, typer.Option(help=_BACKEND["device"].description, show_default=False)] = None,
     document_aware: Annotated[bool, typer.Option(
         "--document-aware/--plain", help="Rank with DocumentAwareRetriever (the default; its document index is "
-        "read once, at start), or plain dense retrieval.")] = DEFAULT_DOCUMENT_AWARE,
+        "reloaded whenever an ingest or rm changes the collection), or plain dense retrieval.")]
+    = DEFAULT_DOCUMENT_AWARE,
     progress: Annotated[bool, typer.Option(help="The embedding model's loading bar on stderr.")] = True,
 ) -> None:
     """Answer questions over HTTP (JSON): POST /query {"query": ..., "k": ...} returns the hits, GET /health the
@@ -283,11 +295,20 @@ def serve_command(
     from llama_index_sac.apps.ingest.serve import QueryServer, run_server
 
     logging.basicConfig(level=logging.WARNING)
+    try:
+        options = ServeSettings(host=host, port=port, allow_hosts=allow_host or [], token=token,
+                                max_connections=max_connections, read_timeout=read_timeout, access_log=access_log,
+                                log_questions=log_questions)
+    except ValidationError as exc:
+        raise _fail(_settings_error(exc).replace("--allow-hosts", "--allow-host")) from None
 
     def ready(address: tuple[str, int]) -> None:
         typer.echo(f"serving {searcher.spec} (collection {collection}) on http://{address[0]}:{address[1]} "
                    "(POST /query, GET /health; Ctrl-C stops)")
         sys.stdout.flush()
+        if not is_loopback(options.host):
+            typer.echo(f"note: listening beyond loopback ({options.host}): every request needs the bearer token, and "
+                       "nothing is encrypted: put a TLS reverse proxy in front (docs/security.md)", err=True)
 
     try:
         try:
@@ -296,7 +317,7 @@ def serve_command(
             raise _fail(_settings_error(exc)) from None
         spec = StoreSpec.parse(vector_store, state_dir)
         try:  # the address first: a port in use is said before the model loads
-            server = QueryServer((host, port), None, k)
+            server = QueryServer(options, None, k)
         except OSError as exc:
             raise IngestError(f"cannot serve on {host}:{port}: {type(exc).__name__}: {exc.strerror or exc}") from None
         try:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
+from llama_index_sac.apps.ingest.generation import bump_generation
 from llama_index_sac.apps.ingest.identity import Folder, document_path, load_folders, save_folders
 from llama_index_sac.apps.ingest.journal import Journal, replay
 from llama_index_sac.apps.ingest.store import open_store
@@ -199,4 +200,5 @@ def remove(targets: Sequence[str], store: StoreSpec | str, collection: str = "ll
         for doc_id in interrupted:  # still to be written again by the next ingest
             if doc_id not in chosen:
                 journal.append(write=doc_id)
+        bump_generation(record)  # a running serve reopens the collection
     return out

@@ -25,6 +25,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, TransformComponent
 
 from llama_index_sac.apps.ingest.document_index import load_document_index
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
+from llama_index_sac.apps.ingest.generation import read_generation
 from llama_index_sac.apps.ingest.store import open_store, store_errors
 from llama_index_sac.embeddings.default import EMBED_PRECISIONS, EmbeddingBackendOptions, default_embedding_model
 from llama_index_sac.embeddings.model import DEFAULT_EMBED_MODEL_NAME
@@ -233,7 +234,13 @@ class Searcher:
     ``ingest`` holds the collection's lock and the collection has no row yet (or does not exist yet),
     ``ingest_in_progress`` is true and every search returns ``[]``.
 
-    Attributes (after entering): ``rows`` (the collection's rows on opening), ``ingest_in_progress``.
+    :meth:`refresh` reopens the store and reloads the document index when the record's generation
+    (:mod:`~llama_index_sac.apps.ingest.generation`) changed since: an ``ingest`` or ``rm`` from any process. A hit
+    whose row is gone (deleted by another process since the store was opened: no document id and no text) is never
+    returned; ``dropped`` counts those of the last search.
+
+    Attributes (after entering): ``rows`` (the collection's rows on opening), ``ingest_in_progress``, ``generation``
+    (the record's generation when opened), ``dropped``.
 
     Raises (on entering):
         IngestError: a missing store or collection, a folder that is not a store of that kind (or whose ingest
@@ -249,7 +256,8 @@ class Searcher:
         self.collection = collection
         self._embed, self._name, self._options = embed_model, embed_model_name, embed_options
         self.document_aware, self.show_progress = document_aware, show_progress
-        self.rows, self.ingest_in_progress = 0, False
+        self.rows, self.ingest_in_progress, self.dropped = 0, False, 0
+        self.generation: str | None = None
         self._stack = ExitStack()
         self._index: VectorStoreIndex | None = None
         self._documents: DocumentIndex | None = None
@@ -265,8 +273,33 @@ class Searcher:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._stack.close()
 
+    def refresh(self) -> bool:
+        """Reopen the collection when the record's generation changed since it was opened (the embedding model is
+        kept); nothing when it did not.
+
+        Returns:
+            Whether it was reopened.
+
+        Raises:
+            IngestError: as on entering; the searcher is then closed, and the next call tries again.
+        """
+        if read_generation(IngestRecord(self.spec, self.collection)) == self.generation:
+            return False
+        self._stack.close()
+        self._stack = ExitStack()
+        self._index, self._documents, self.rows, self.ingest_in_progress = None, None, 0, False
+        self.generation = None
+        try:
+            self._open()
+        except BaseException:
+            self._stack.close()
+            self._index, self._documents, self.generation = None, None, None
+            raise
+        return True
+
     def _open(self) -> None:
         record = IngestRecord(self.spec, self.collection)
+        self.generation = read_generation(record)  # before reading: a change while opening is seen next time
         recorded = record.settings()
         built = (recorded or {}).get("settings", {}).get("embed_model") or {}
         if self._embed is None and self._name is not None and built:
@@ -293,6 +326,7 @@ class Searcher:
                                   "llama-sac query does not offer: query it through the API with that model")
             options = self._options if self._options is not None else EmbeddingBackendOptions()
             embed = self._embed if self._embed is not None else load_model(name, self.show_progress, options)
+            self._embed = embed  # kept by refresh()
         except ValueError as exc:
             raise IngestError(str(exc)) from None
         space = recorded_space(built) if built else None
@@ -326,6 +360,7 @@ class Searcher:
         """
         check_question(question)
         check_k(k)
+        self.dropped = 0
         if self._index is None:
             return []
         try:
@@ -338,7 +373,9 @@ class Searcher:
             first = (str(exc).strip().splitlines() or [""])[0]
             raise IngestError(f"{self.spec} cannot answer ({type(exc).__name__}: {first}); was the collection "
                               "built with another --embed-model?") from None
-        found = [QueryHit.from_node(h) for h in hits]
+        kept = [h for h in hits if h.node.ref_doc_id is not None or h.node.get_content()]
+        self.dropped = len(hits) - len(kept)  # rows deleted under the open store: ghosts, never returned
+        found = [QueryHit.from_node(h) for h in kept]
         # equal scores in the order of every store (NumpyVectorStore's too): document id, then offset
         return sorted(found, key=lambda h: (-(h.score or 0.0), h.doc_id, -1 if h.start is None else h.start))
 

@@ -2,165 +2,172 @@
 
 The store is opened and the embedding model loaded once (:class:`~llama_index_sac.apps.ingest.query.Searcher`), then
 questions are answered until SIGINT or SIGTERM (the server closes its socket and the store, and the command exits
-with status 0). Standard library only (``http.server.ThreadingHTTPServer``); questions are answered one at a time.
+with status 0). Standard library only (``http.server``): every answer, errors included, is JSON, which a stock
+server stack does not give for its protocol-level errors. Questions are answered one at a time; before each, the
+collection is reopened if an ``ingest`` or ``rm`` changed it since
+(:meth:`~llama_index_sac.apps.ingest.query.Searcher.refresh`).
 
-* ``GET /health``: ``{"status": "ok", "store", "collection", "rows", "ingest_in_progress"}``.
+* ``GET /health``: ``{"status": "ok", "store", "collection", "rows", "ingest_in_progress", "generation"}``.
 * ``POST /query`` with a JSON object ``{"query": "...", "k": 5}`` (``k`` optional, 1 to
   :data:`~llama_index_sac.apps.ingest.query.MAX_K`): ``{"query", "k", "hits": [...]}``, each hit as
   :meth:`~llama_index_sac.apps.ingest.query.QueryHit.to_dict` (document, pages, start, end, score, summary, text).
 
-A bad request is answered with a JSON ``{"error": "..."}``: 400 (not JSON, not UTF-8, not an object, a key given
-twice, a missing or empty ``query``, a bad ``k``, an unknown key), 404 (another path), 405 (another method), 411 (no
-Content-Length), 413 (a body over :data:`MAX_BODY_BYTES`); 500 when the store fails while answering.
+Who may ask is :mod:`~llama_index_sac.apps.ingest.serve_access`; the requests and their errors are
+:mod:`~llama_index_sac.apps.ingest.serve_http`. Connections are bounded: at most ``max_connections`` are served at
+once, one thread each; more are answered 503 at once by a small fixed set of threads. A connection must send each
+request within ``read_timeout`` seconds (line, headers and body; idle time between requests counts), else it is
+closed.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import queue
 import signal
+import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import HTTPServer
 from typing import Any
 
-from llama_index_sac.apps._input import DuplicateKeyError, unique_keys
-from llama_index_sac.apps.ingest.files import IngestError
-from llama_index_sac.apps.ingest.query import Searcher, check_k, check_question
+from llama_index_sac.apps.ingest.query import Searcher, check_k
+from llama_index_sac.apps.ingest.serve_http import MAX_BODY_BYTES, QueryHandler
+from llama_index_sac.apps.ingest.serve_settings import ServeSettings
 
 __all__ = ["MAX_BODY_BYTES", "QueryServer", "run_server", "serve"]
 
-#: The largest request body ``POST /query`` reads (bytes).
-MAX_BODY_BYTES = 64 * 1024
-_KEYS = {"query", "k"}
+_BUSY_BODY = b'{"error": "too many connections: the server is busy, try again"}'
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
+         b"Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+_REFUSERS = 4  # threads that answer 503
+_REFUSE_QUEUE = 4096  # connections waiting for their 503; beyond it, closed at once
 
 
-class QueryServer(ThreadingHTTPServer):
-    """The HTTP server of ``llama-sac serve``: ``searcher`` answers, ``default_k`` when a request has no ``k``."""
+class QueryServer(HTTPServer):
+    """The HTTP server of ``llama-sac serve``: ``searcher`` answers (set before serving: the address is bound first),
+    ``default_k`` when a request has no ``k``; ``settings`` say where it listens and what it accepts."""
 
-    daemon_threads = True
+    request_queue_size = 1024  # the listen backlog: a burst of connections waits instead of being dropped
 
-    def __init__(self, address: tuple[str, int], searcher: Searcher | None, default_k: int = 5) -> None:
-        self.searcher: Searcher | None = searcher  # set before serving: the address is bound first
+    def __init__(self, settings: ServeSettings, searcher: Searcher | None, default_k: int = 5) -> None:
+        self.settings = settings
+        self.searcher: Searcher | None = searcher
         self.default_k = check_k(default_k)
         self.answering = threading.Lock()  # one question at a time: the model and the store client are shared
-        super().__init__(address, _Handler)
+        self._slots = threading.BoundedSemaphore(settings.max_connections)
+        self._deadlines: dict[QueryHandler, float] = {}
+        self._deadlines_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._refused: queue.Queue[socket.socket] = queue.Queue(_REFUSE_QUEUE)
+        self._closing = threading.Event()
+        super().__init__((settings.host, settings.port), QueryHandler)
+        self.port = int(self.server_address[1])
+        for target in [self._refuser] * _REFUSERS + [self._reaper]:
+            threading.Thread(target=target, daemon=True).start()
 
-
-class _BadRequest(Exception):
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: QueryServer
-    server_version = "llama-sac"
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        """No access log (the base class writes every request to stderr)."""
-
-    def _send(self, status: HTTPStatus, body: dict[str, Any]) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        if status >= 400:
-            self.send_header("Connection", "close")
-            self.close_connection = True
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        if self.path.split("?", 1)[0] == "/query":
-            self._not_allowed()
+    # -- connections ------------------------------------------------------------------------------------------------
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection in a thread of its own if a slot is free, else answer it 503."""
+        if not self._slots.acquire(blocking=False):
+            self._refuse(request)
             return
-        if self.path.split("?", 1)[0] != "/health":
-            self._send(HTTPStatus.NOT_FOUND, {"error": f"no such path {self.path[:100]!r}: GET /health or POST "
-                                                       "/query"})
-            return
-        searcher = self.server.searcher
-        assert searcher is not None
-        self._send(HTTPStatus.OK, {"status": "ok", "store": str(searcher.spec), "collection": searcher.collection,
-                                   "rows": searcher.rows, "ingest_in_progress": searcher.ingest_in_progress})
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
         try:
-            if self.path.split("?", 1)[0] != "/query":
-                raise _BadRequest(HTTPStatus.NOT_FOUND, f"no such path {self.path[:100]!r}: POST /query")
+            threading.Thread(target=self._serve, args=(request, client_address), daemon=True).start()
+        except RuntimeError:  # the system gives no more threads
+            self._slots.release()
+            self._refuse(request)
+
+    def _serve(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - said in one line, the server stays
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line on stderr (no traceback); nothing for a client that hung up."""
+        kind, exc = sys.exc_info()[:2]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        self.log_line(f"error: serving {client_address[0]}: {getattr(kind, '__name__', kind)}: {exc}"[:1000])
+
+    def _refuse(self, request: socket.socket) -> None:
+        try:
+            self._refused.put_nowait(request)
+        except queue.Full:
+            self.shutdown_request(request)
+
+    def _refuser(self) -> None:
+        """Answer 503 to waiting connections: the answer, then the rest of the request read (bounded) so that the
+        client gets the answer rather than a reset."""
+        while True:
+            sock = self._refused.get()
             try:
-                question, k = self._request()
-            except IngestError as exc:
-                raise _BadRequest(HTTPStatus.BAD_REQUEST, str(exc)) from None
-            assert self.server.searcher is not None
-            with self.server.answering:
-                hits = self.server.searcher.search(question, k)
-        except _BadRequest as exc:
-            self._send(exc.status, {"error": str(exc)})
-            return
-        except Exception as exc:  # noqa: BLE001 - the store failed while answering: said to the client, server stays
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(exc).__name__}: {exc}"})
-            return
-        self._send(HTTPStatus.OK, {"query": question, "k": k, "hits": [h.to_dict() for h in hits]})
+                sock.settimeout(1.0)
+                sock.sendall(_BUSY)
+                sock.shutdown(socket.SHUT_WR)
+                deadline, left = time.monotonic() + 1.0, 1 << 20
+                while time.monotonic() < deadline and left > 0:
+                    data = sock.recv(65536)
+                    if not data:
+                        break
+                    left -= len(data)
+            except OSError:
+                pass
+            finally:
+                sock.close()
 
-    def _request(self) -> tuple[str, int]:
-        """The question and k of a ``POST /query`` body (read only up to :data:`MAX_BODY_BYTES`)."""
-        length = self.headers.get("Content-Length")
-        if length is None:
-            raise _BadRequest(HTTPStatus.LENGTH_REQUIRED, "a Content-Length header is required")
-        if not length.strip().isdigit() or len(length.strip()) > 12:
-            raise _BadRequest(HTTPStatus.BAD_REQUEST, "Content-Length is not a number")
-        if int(length) > MAX_BODY_BYTES:
-            if int(length) <= 16 * MAX_BODY_BYTES:  # read it, so the client sees the answer instead of a reset
-                self.rfile.read(int(length))
-            raise _BadRequest(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                              f"the request body is over {MAX_BODY_BYTES} bytes")
-        raw = self.rfile.read(int(length))
-        try:
-            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=unique_keys)
-        except UnicodeDecodeError:
-            raise _BadRequest(HTTPStatus.BAD_REQUEST, "the request body is not UTF-8") from None
-        except DuplicateKeyError as exc:
-            raise _BadRequest(HTTPStatus.BAD_REQUEST, f"the request body has a {exc}") from None
-        except (ValueError, RecursionError) as exc:
-            raise _BadRequest(HTTPStatus.BAD_REQUEST, f"the request body is not JSON ({str(exc)[:200]})") from None
-        if not isinstance(body, dict):
-            raise _BadRequest(HTTPStatus.BAD_REQUEST, 'expected a JSON object {"query": "...", "k": 5}')
-        unknown = sorted(set(body) - _KEYS)
-        if unknown:
-            raise _BadRequest(HTTPStatus.BAD_REQUEST, f"unknown key(s) {', '.join(map(repr, unknown))[:200]}: "
-                                                      "expected query and k")
-        if "query" not in body:
-            raise _BadRequest(HTTPStatus.BAD_REQUEST, 'missing "query"')
-        return check_question(body["query"], "query"), check_k(body.get("k", self.server.default_k), '"k"')
+    def reading(self, handler: QueryHandler, started: bool) -> None:
+        """Start (``started``) or end the read deadline of ``handler``'s connection (``read_timeout`` from now)."""
+        with self._deadlines_lock:
+            if started:
+                self._deadlines[handler] = time.monotonic() + self.settings.read_timeout
+            else:
+                self._deadlines.pop(handler, None)
 
-    def _not_allowed(self) -> None:
-        self._send(HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"method {self.command} not allowed: GET /health or "
-                                                            "POST /query"})
+    def _reaper(self) -> None:
+        """Shut down connections whose request is not in by its deadline (a client sending a byte at a time)."""
+        while not self._closing.wait(0.25):
+            now = time.monotonic()
+            with self._deadlines_lock:
+                late = [h for h, deadline in self._deadlines.items() if deadline < now]
+                for handler in late:
+                    del self._deadlines[handler]
+            for handler in late:
+                with contextlib.suppress(OSError):
+                    handler.connection.shutdown(socket.SHUT_RDWR)
 
-    do_PUT = do_DELETE = do_PATCH = _not_allowed  # noqa: N815 - http.server's names
+    def log_line(self, line: str) -> None:
+        """Write one line on stderr (whole: lines of several threads never interleave)."""
+        with self._log_lock, contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    def server_close(self) -> None:
+        self._closing.set()
+        super().server_close()
 
 
 def serve(searcher: Searcher, host: str = "127.0.0.1", port: int = 8765, default_k: int = 5,
-          ready: Callable[[tuple[str, int]], None] | None = None) -> None:
+          ready: Callable[[tuple[str, int]], None] | None = None, settings: ServeSettings | None = None) -> None:
     """Answer questions over HTTP until SIGINT or SIGTERM (``searcher`` already open; it is not closed here).
 
     Args:
         searcher: the open collection.
-        host, port: where to listen (port 0: a free port, chosen by the system).
+        host, port: where to listen (port 0: a free port, chosen by the system); ignored when ``settings`` are given.
         default_k: ``k`` of requests without one.
         ready: called with the server's ``(host, port)`` once it listens.
+        settings: the server's settings (default: :class:`ServeSettings` of ``host`` and ``port``).
 
     Raises:
         OSError: the address cannot be bound (in use, not this machine's).
+        ValueError: bad settings (a host beyond loopback without a token...).
     """
-    server = QueryServer((host, port), searcher, default_k)
+    server = QueryServer(settings or ServeSettings(host=host, port=port), searcher, default_k)
     run_server(server, ready)
 
 
@@ -174,7 +181,7 @@ def run_server(server: QueryServer, ready: Callable[[tuple[str, int]], None] | N
             signal.signal(sig, signal.default_int_handler)
     try:
         if ready is not None:
-            ready((str(server.server_address[0]), int(server.server_address[1])))
+            ready((str(server.server_address[0]), server.port))
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass

@@ -146,13 +146,14 @@ def test_serve_refuses_a_key_given_twice() -> None:
     import threading
 
     from llama_index_sac.apps.ingest.serve import QueryServer
+    from llama_index_sac.apps.ingest.serve_settings import ServeSettings
 
-    server = QueryServer(("127.0.0.1", 0), None, 5)  # refused before a question reaches the searcher
+    server = QueryServer(ServeSettings(port=0), None, 5)  # refused before a question reaches the searcher
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         for body, key in ((b'{"query": "x", "k": 1, "k": 2}', "k"), (b'{"query": "x", "query": "y"}', "query")):
             request = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/query", data=body,
-                                             method="POST")
+                                             method="POST", headers={"Content-Type": "application/json"})
             with pytest.raises(urllib.error.HTTPError) as info:
                 urllib.request.urlopen(request, timeout=60)
             assert info.value.code == 400
@@ -269,9 +270,10 @@ def check_server(server: Server, store: str, state_dir: str | None = None) -> No
         (b'{"query": "a\\udcff"}', 400, "not UTF-8 text"), (b"[" * 30000 + b"]" * 30000, 400, "not JSON"),
         (b"x" * (64 * 1024 + 1), 413, "over 65536 bytes"),
     ]:
-        status, error = server.request("/query", body)
+        status, error = server.request("/query", body, headers={"Content-Type": "application/json"})
         assert (status, set(error)) == (code, {"error"}) and message in error["error"], (body[:40], error)
     assert server.request("/nowhere")[0] == 404 and server.request("/query", b"{}", method="PUT")[0] == 405
+    assert server.request("/query", b'{"query": "fees"}')[0] == 415  # urllib's default: a form, not JSON
     assert server.request("/query")[0] == 405  # GET of the query path: the method is wrong, not the path
     assert server.request("/health")[1]["status"] == "ok"  # still serving
 
