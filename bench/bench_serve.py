@@ -138,20 +138,20 @@ def connections(port: int, n: int, deadline: float) -> dict[str, Any]:
     end = time.monotonic() + deadline
     while answers and time.monotonic() < end:
         for key, _ in selector.select(timeout=1.0):
-            sock = key.fileobj
-            assert isinstance(sock, socket.socket)
+            conn = key.fileobj
+            assert isinstance(conn, socket.socket)
             try:
-                chunk = sock.recv(65536)
+                chunk = conn.recv(65536)
             except OSError:
                 chunk = b""
-                answers[sock] = answers[sock] or b"reset"
+                answers[conn] = answers[conn] or b"reset"
             if chunk:
-                answers[sock] += chunk
+                answers[conn] += chunk
                 continue
-            got = answers.pop(sock)
+            got = answers.pop(conn)
             statuses.append(got.split(b" ", 2)[1].decode() if got.startswith(b"HTTP/1.") else "failed")
-            selector.unregister(sock)
-            sock.close()
+            selector.unregister(conn)
+            conn.close()
     for sock in answers:  # no answer by the deadline
         statuses.append("unanswered")
         sock.close()
