@@ -57,6 +57,11 @@ class _BadRequest(Exception):
         self.status = status
 
 
+def _number(generation: str | None) -> int | None:
+    """The record's generation as a number (``None`` before the first ``ingest`` or ``rm`` that wrote one)."""
+    return int(generation) if generation and generation.isascii() and generation.isdigit() else None
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -114,6 +119,8 @@ class QueryHandler(BaseHTTPRequestHandler):
             return
         if not self.parse_request():  # answered by send_error: a bad version (505), too many or long headers (431)
             return
+        if self.command != "POST":  # read in full: no deadline while it waits for its answer
+            self.server.reading(self, False)
         refusal = check_access(self.server.settings, self.server.port, self.headers)
         if refusal is not None:
             extra = {"WWW-Authenticate": "Bearer"} if refusal[0] == HTTPStatus.UNAUTHORIZED else {}
@@ -183,7 +190,7 @@ class QueryHandler(BaseHTTPRequestHandler):
             running = IngestRecord(searcher.spec, searcher.collection).ingest_running()
             self._send(HTTPStatus.OK, {"status": "ok", "store": str(searcher.spec), "collection": searcher.collection,
                                        "rows": searcher.rows, "ingest_in_progress": running,
-                                       "generation": searcher.generation})
+                                       "generation": _number(searcher.generation)})
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         try:

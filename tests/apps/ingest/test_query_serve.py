@@ -29,6 +29,7 @@ from llama_index_sac.apps.ingest import query as query_module
 from llama_index_sac.apps.ingest.files import IngestRecord, StoreSpec, default_state_dir
 from llama_index_sac.apps.ingest.query import MAX_K, QueryHit, check_question
 from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest, query
+from llama_index_sac.apps.ingest.serve_settings import TOKEN_ENV
 from tests.apps.ingest.test_ingest_cli import rows, write_contracts
 from tests.conftest import REPO, FakeEmbedding
 
@@ -220,10 +221,10 @@ print("closed", flush=True)
 class Server:
     """A server process; ``url`` from its first line of output."""
 
-    def __init__(self, args: list[str], ignore_sigint: bool = False) -> None:
+    def __init__(self, args: list[str], ignore_sigint: bool = False, env: dict[str, str] | None = None) -> None:
         ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None  # `serve &`
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, text=True,
-                                        preexec_fn=ignore)
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        env={**ENV, **(env or {})}, text=True, preexec_fn=ignore)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if "http://" not in line:
@@ -247,8 +248,9 @@ class Server:
         return self.process.returncode, out, err
 
 
-def post(server: Server, value: Any) -> tuple[int, Any]:
-    return server.request("/query", json.dumps(value).encode(), headers={"Content-Type": "application/json"})
+def post(server: Server, value: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    return server.request("/query", json.dumps(value).encode(),
+                          headers={"Content-Type": "application/json", **(headers or {})})
 
 
 def check_server(server: Server, store: str, state_dir: str | None = None) -> None:
@@ -306,7 +308,8 @@ def test_serve_answers_over_http_and_stops_on_sigint(store: str) -> None:
 
 @pytest.mark.slow
 def test_serve_command_with_the_default_model(tmp_path: Path) -> None:
-    """``llama-sac serve`` end to end: the real MiniLM model loaded once, answers equal to ``llama-sac query``'s."""
+    """``llama-sac serve`` end to end: the real MiniLM model loaded once, answers equal to ``llama-sac query``'s; the
+    token from the environment required, one access-log line per request."""
     from llama_index_sac.apps.ingest.query import load_model
 
     write_contracts(tmp_path / "docs", 3)
@@ -314,18 +317,23 @@ def test_serve_command_with_the_default_model(tmp_path: Path) -> None:
     model = load_model(None, show_progress=False)
     ingest([tmp_path / "docs"], store, settings(), embed_model=model)
     server = Server([sys.executable, "-m", "llama_index_sac.apps.cli", "serve", "--vector-store", store, "--port",
-                     "0", "--no-progress", "--plain"])
+                     "0", "--no-progress", "--plain"], env={TOKEN_ENV: "a-token-of-32-characters-abcdefg"})
+    auth = {"Authorization": "Bearer a-token-of-32-characters-abcdefg"}
     try:
-        status, answer = post(server, {"query": "Which law governs the agreement?", "k": 2})
+        assert post(server, {"query": "Which law governs the agreement?", "k": 2})[0] == 401
+        status, answer = post(server, {"query": "Which law governs the agreement?", "k": 2}, auth)
         assert status == 200
         expected = query("Which law governs the agreement?", store, k=2, embed_model=model, document_aware=False)
         assert [(h["document"], h["start"], h["end"]) for h in answer["hits"]] == [
             (h.doc_id, h.start, h.end) for h in expected]
         assert answer["hits"][0]["score"] == pytest.approx(expected[0].score, abs=1e-5)
-        assert post(server, {"query": ""})[0] == 400
+        assert post(server, {"query": ""}, auth)[0] == 400
     finally:
         code, out, err = server.stop()
     assert code == 0 and err.splitlines()[-1] == "stopped" and "Traceback" not in err, err
+    assert [line.split()[2:5] for line in err.splitlines() if "/query" in line] == [
+        ["POST", "/query", "401"], ["POST", "/query", "200"], ["POST", "/query", "400"]]
+    assert "Which law" not in err
 
 
 def test_serve_on_a_port_in_use_is_one_error_before_loading(store: str, fake_model: list[str | None]) -> None:

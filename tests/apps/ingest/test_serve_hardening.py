@@ -339,7 +339,7 @@ def test_rm_and_ingest_under_a_running_server_are_seen(tmp_path: Path) -> None:
     server = Server(spec, tmp_path / "err.txt")
     try:
         status, health = server.health()
-        assert status == 200 and health["rows"] == len(rows(spec)) and health["generation"] == "1"
+        assert status == 200 and health["rows"] == len(rows(spec)) and health["generation"] == 1
         every = {"query": QUESTION, "k": len(rows(spec))}
         gone = sorted(docs)[0]
         assert gone in {hit["document"] for hit in server.query(every)[1]["hits"]}
@@ -349,7 +349,7 @@ def test_rm_and_ingest_under_a_running_server_are_seen(tmp_path: Path) -> None:
         assert status == 200 and "dropped" not in answer and len(answer["hits"]) == len(left)
         assert {hit["document"] for hit in answer["hits"]} == set(docs) - {gone}
         assert all(hit["text"] and hit["start"] is not None for hit in answer["hits"])
-        assert server.health()[1] == {**health, "rows": len(left), "generation": "2"}
+        assert server.health()[1] == {**health, "rows": len(left), "generation": 2}
         (tmp_path / gone).write_text(docs[gone] + "\nA new clause: the Zanzibar escrow.\n", encoding="utf-8")
         ingest([tmp_path / "docs"], spec, IngestSettings(show_progress=False), embed_model=FakeEmbedding())
         status, answer = server.query({**every, "k": len(rows(spec))})
@@ -384,3 +384,15 @@ def test_rows_deleted_without_a_new_generation_are_never_ghost_hits(tmp_path: Pa
         assert all(hit["document"] in docs and hit["text"] for hit in answer["hits"])
     finally:
         assert "Traceback" not in server.stop()
+
+
+def test_the_generation_counts_from_one_and_survives_a_damaged_file(tmp_path: Path) -> None:
+    from llama_index_sac.apps.ingest.files import IngestRecord, StoreSpec
+    from llama_index_sac.apps.ingest.generation import GENERATION_FILE, bump_generation, read_generation
+
+    record = IngestRecord(StoreSpec.parse(f"chroma:{tmp_path}"), "llama-sac")
+    assert read_generation(record) == "" and not record.directory.exists()  # reading creates nothing
+    assert [bump_generation(record) for _ in range(3)] == [1, 2, 3] and read_generation(record) == "3"
+    (record.directory / GENERATION_FILE).write_bytes(b"\xff" * 1000)  # damaged: restarts at 1, still a change
+    assert read_generation(record) not in ("", "3") and bump_generation(record) == 1
+    assert sorted(p.name for p in record.directory.iterdir()) == [GENERATION_FILE]  # no temporary file left
