@@ -396,3 +396,31 @@ def test_the_generation_counts_from_one_and_survives_a_damaged_file(tmp_path: Pa
     (record.directory / GENERATION_FILE).write_bytes(b"\xff" * 1000)  # damaged: restarts at 1, still a change
     assert read_generation(record) not in ("", "3") and bump_generation(record) == 1
     assert sorted(p.name for p in record.directory.iterdir()) == [GENERATION_FILE]  # no temporary file left
+
+
+def test_a_collection_that_cannot_be_reopened_is_503_until_it_can(tmp_path: Path) -> None:
+    """A new generation whose store cannot be opened (here: its database moved away mid-change): 503 naming the
+    problem, the server stays up, and the next request after the store is back reopens it."""
+    from llama_index_sac.apps.ingest.files import IngestRecord, StoreSpec
+    from llama_index_sac.apps.ingest.generation import bump_generation
+
+    write_contracts(tmp_path / "docs", 2)
+    spec = f"chroma:{tmp_path / 'store'}"
+    ingest([tmp_path / "docs"], spec, IngestSettings(show_progress=False), embed_model=FakeEmbedding())
+    server = Server(spec, tmp_path / "err.txt")
+    database = tmp_path / "store" / "chroma.sqlite3"
+    try:
+        assert server.query({"query": QUESTION})[0] == 200
+        database.rename(tmp_path / "away.sqlite3")
+        bump_generation(IngestRecord(StoreSpec.parse(spec), "llama-sac"))
+        for _ in range(2):  # tried again on each request
+            status, got, body = server.request("POST", "/query", json.dumps({"query": QUESTION}).encode(),
+                                               {"Content-Type": "application/json"})
+            assert (status, got["retry-after"]) == (503, "1")
+            assert json.loads(body)["error"].startswith("the collection changed and cannot be reopened now (")
+        assert server.health()[0] == 503
+        (tmp_path / "away.sqlite3").rename(database)
+        status, answer = server.query({"query": QUESTION})
+        assert status == 200 and len(answer["hits"]) == 2 and server.health()[1]["generation"] == 2
+    finally:
+        assert "Traceback" not in server.stop()
