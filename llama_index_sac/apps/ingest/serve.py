@@ -60,7 +60,7 @@ class QueryServer(HTTPServer):
         self._deadlines: dict[QueryHandler, float] = {}
         self._deadlines_lock = threading.Lock()
         self._log_lock = threading.Lock()
-        self._refused: queue.Queue[socket.socket] = queue.Queue(_REFUSE_QUEUE)
+        self._refused: queue.Queue[tuple[socket.socket, str, float]] = queue.Queue(_REFUSE_QUEUE)
         self._closing = threading.Event()
         super().__init__((settings.host, settings.port), QueryHandler)
         self.port = int(self.server_address[1])
@@ -71,13 +71,13 @@ class QueryServer(HTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         """Serve the connection in a thread of its own if a slot is free, else answer it 503."""
         if not self._slots.acquire(blocking=False):
-            self._refuse(request)
+            self._refuse(request, client_address)
             return
         try:
             threading.Thread(target=self._serve, args=(request, client_address), daemon=True).start()
         except RuntimeError:  # the system gives no more threads
             self._slots.release()
-            self._refuse(request)
+            self._refuse(request, client_address)
 
     def _serve(self, request: Any, client_address: Any) -> None:
         try:
@@ -95,17 +95,20 @@ class QueryServer(HTTPServer):
             return
         self.log_line(f"error: serving {client_address[0]}: {getattr(kind, '__name__', kind)}: {exc}"[:1000])
 
-    def _refuse(self, request: socket.socket) -> None:
+    def _refuse(self, request: socket.socket, client_address: Any) -> None:
         try:
-            self._refused.put_nowait(request)
+            self._refused.put_nowait((request, str(client_address[0]), time.perf_counter()))
         except queue.Full:
             self.shutdown_request(request)
 
     def _refuser(self) -> None:
         """Answer 503 to waiting connections: the answer, then the rest of the request read (bounded) so that the
-        client gets the answer rather than a reset."""
+        client gets the answer rather than a reset. Each is one access-log line (method and path unread: ``-``)."""
         while True:
-            sock = self._refused.get()
+            sock, client, started = self._refused.get()
+            if self.settings.access_log:
+                self.log_line(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {client} - - 503 "
+                              f"{(time.perf_counter() - started) * 1000:.1f}ms")
             try:
                 sock.settimeout(1.0)
                 sock.sendall(_BUSY)

@@ -329,6 +329,7 @@ def test_idle_slow_and_surplus_connections_are_bounded(store: str, tmp_path: Pat
     finally:
         log = server.stop()
     assert "Traceback" not in log and "rror" not in log
+    assert [line.split()[1:5] for line in log.splitlines() if " 503 " in line] == [["127.0.0.1", "-", "-", "503"]]
 
 
 # -- F2 / item 3: the collection changed under the running server by another process --------------------------------
