@@ -13,7 +13,7 @@ import os
 
 from llama_index_sac.apps.ingest.files import IngestRecord
 
-__all__ = ["GENERATION_FILE", "bump_generation", "read_generation"]
+__all__ = ["GENERATION_FILE", "bump_generation", "bump_generation_if_recorded", "read_generation"]
 
 #: The file name in the record folder.
 GENERATION_FILE = "generation"
@@ -47,3 +47,14 @@ def bump_generation(record: IngestRecord) -> int:
     tmp.write_text(f"{number}\n", encoding="ascii")
     os.replace(tmp, path)
     return number
+
+
+def bump_generation_if_recorded(record: IngestRecord) -> None:
+    """:func:`bump_generation` when the record exists (its settings are written): the end of an ``ingest``, which
+    may have changed the collection; a first run that failed before writing anything leaves no file behind.
+
+    Raises:
+        OSError: the record folder cannot be written.
+    """
+    if record.exists():
+        bump_generation(record)

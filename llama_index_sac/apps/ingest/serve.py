@@ -7,7 +7,9 @@ server stack does not give for its protocol-level errors. Questions are answered
 collection is reopened if an ``ingest`` or ``rm`` changed it since
 (:meth:`~llama_index_sac.apps.ingest.query.Searcher.refresh`).
 
-* ``GET /health``: ``{"status": "ok", "store", "collection", "rows", "ingest_in_progress", "generation"}``.
+* ``GET /health``: ``{"status": "ok", "store", "collection", "rows", "ingest_in_progress", "generation"}``: the rows
+  when the collection was last (re)opened, whether an ``ingest`` or ``rm`` holds its lock now, and the record's
+  generation the server has open (``null`` for a record no run has bumped yet).
 * ``POST /query`` with a JSON object ``{"query": "...", "k": 5}`` (``k`` optional, 1 to
   :data:`~llama_index_sac.apps.ingest.query.MAX_K`): ``{"query", "k", "hits": [...]}``, each hit as
   :meth:`~llama_index_sac.apps.ingest.query.QueryHit.to_dict` (document, pages, start, end, score, summary, text).
