@@ -10,10 +10,12 @@ one small file read: cheap enough for every request.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from llama_index_sac.apps.ingest.files import IngestRecord
 
-__all__ = ["GENERATION_FILE", "bump_generation", "bump_generation_if_recorded", "read_generation"]
+__all__ = ["GENERATION_FILE", "bump_generation", "bumped_when_written", "read_generation"]
 
 #: The file name in the record folder.
 GENERATION_FILE = "generation"
@@ -49,12 +51,30 @@ def bump_generation(record: IngestRecord) -> int:
     return number
 
 
-def bump_generation_if_recorded(record: IngestRecord) -> None:
-    """:func:`bump_generation` when the record exists (its settings are written): the end of an ``ingest``, which
-    may have changed the collection; a first run that failed before writing anything leaves no file behind.
+def _stamp(record: IngestRecord) -> tuple[tuple[int, int, int] | None, ...]:
+    out: list[tuple[int, int, int] | None] = []
+    for path in (record.rows_path, record.docstore_path):
+        try:
+            info = path.stat()
+        except OSError:
+            out.append(None)
+            continue
+        out.append((info.st_ino, info.st_mtime_ns, info.st_size))
+    return tuple(out)
+
+
+@contextmanager
+def bumped_when_written(record: IngestRecord) -> Iterator[None]:
+    """Bump the generation at the end of the block (an ``ingest`` run, under the record's lock) if the block rewrote
+    the record's ``rows.json`` or ``docstore.json`` (as every write to the collection does), whether it ends well or
+    not; a run that wrote nothing (nothing changed, or refused before writing) leaves the record as it was.
 
     Raises:
         OSError: the record folder cannot be written.
     """
-    if record.exists():
-        bump_generation(record)
+    before = _stamp(record)
+    try:
+        yield
+    finally:
+        if _stamp(record) != before and record.exists():
+            bump_generation(record)

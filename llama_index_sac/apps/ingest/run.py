@@ -57,7 +57,7 @@ from llama_index_sac.apps.ingest.files import (
     read_file,
     why_unreadable,
 )
-from llama_index_sac.apps.ingest.generation import bump_generation_if_recorded
+from llama_index_sac.apps.ingest.generation import bumped_when_written
 from llama_index_sac.apps.ingest.identity import Folder, in_scope, load_folders, plan_sources, save_folders
 from llama_index_sac.apps.ingest.journal import Journal, replay
 from llama_index_sac.apps.ingest.query import QueryHit, load_model, query
@@ -243,7 +243,7 @@ def _open(stack: ExitStack, spec: StoreSpec, record: IngestRecord, settings: Ing
         return False
 
     stack.push(finished_are_kept)
-    stack.callback(bump_generation_if_recorded, record)  # at the end, still locked: a running serve reopens
+    stack.enter_context(bumped_when_written(record))  # at the end, still locked: a running serve reopens
     opened = stack.enter_context(open_store(spec, settings.collection, create=True))
     is_open[0] = True
     if not record.exists() and opened.rows:
