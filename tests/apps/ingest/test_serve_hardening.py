@@ -280,6 +280,7 @@ def test_beyond_loopback_without_a_token_is_one_error_before_loading(store: str,
                                                       "names or addresses clients use with --allow-host"),
         (["--host", "192.0.2.1"], {TOKEN_ENV: "short"}, "error: --token: the token must be 16 to 256 printable ASCII"),
         (["--allow-host", "a b"], {}, "error: --allow-host: not a host name: 'a b'"),
+        (["--read-timeout", "0"], {}, "error: --read-timeout: Input should be greater than 0"),
     ]:
         result = runner.invoke(app, ["serve", "--vector-store", store, *args], env=env)
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
