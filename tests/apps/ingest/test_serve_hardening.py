@@ -233,8 +233,11 @@ def test_each_request_is_one_access_log_line_without_the_question(server: Server
     assert server.query({"query": secret})[0] == 200
     answer = server.raw(b"GET /nowhere\x1b[31m HTTP/1.1\r\nHost: " + server.host.encode() + b"\r\n\r\n")
     assert status_and_json(answer)[0] == 404
-    time.sleep(0.2)  # the line is written after the answer
-    lines = server.log.read_text().splitlines()
+    for _ in range(100):  # the line is written just after the answer
+        lines = server.log.read_text().splitlines()
+        if any(" GET /nowhere" in line for line in lines):
+            break
+        time.sleep(0.1)
     assert secret not in "\n".join(lines)
     post = [line for line in lines if " POST /query 200 " in line]
     assert post and post[-1].split()[1:5] == ["127.0.0.1", "POST", "/query", "200"]
@@ -326,11 +329,16 @@ def test_idle_slow_and_surplus_connections_are_bounded(store: str, tmp_path: Pat
             with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # reset
                 sock.sendall(head + b"Content-Length: 20\r\n\r\n" + json.dumps({"query": "x"}).encode())
+        for _ in range(120):  # their questions are still answered (or refused 503 while the 4 slots are busy)
+            if server.health()[0] == 200:
+                break
+            time.sleep(0.5)
         assert server.health()[0] == 200
     finally:
         log = server.stop()
     assert "Traceback" not in log and "rror" not in log
-    assert [line.split()[1:5] for line in log.splitlines() if " 503 " in line] == [["127.0.0.1", "-", "-", "503"]]
+    refused = [line.split()[1:5] for line in log.splitlines() if " 503 " in line]  # the surplus one, and any while
+    assert refused and all(line == ["127.0.0.1", "-", "-", "503"] for line in refused)  # the hang-ups kept slots busy
 
 
 # -- F2 / item 3: the collection changed under the running server by another process --------------------------------
