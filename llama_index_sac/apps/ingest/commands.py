@@ -296,9 +296,9 @@ def serve_command(
 
     logging.basicConfig(level=logging.WARNING)
     try:
-        options = ServeSettings(host=host, port=port, allow_hosts=allow_host or [], token=token,
-                                max_connections=max_connections, read_timeout=read_timeout, access_log=access_log,
-                                log_questions=log_questions)
+        served = ServeSettings(host=host, port=port, allow_hosts=allow_host or [], token=token,
+                               max_connections=max_connections, read_timeout=read_timeout, access_log=access_log,
+                               log_questions=log_questions)
     except ValidationError as exc:
         raise _fail(_settings_error(exc).replace("--allow-hosts", "--allow-host")) from None
 
@@ -306,8 +306,8 @@ def serve_command(
         typer.echo(f"serving {searcher.spec} (collection {collection}) on http://{address[0]}:{address[1]} "
                    "(POST /query, GET /health; Ctrl-C stops)")
         sys.stdout.flush()
-        if not is_loopback(options.host):
-            typer.echo(f"note: listening beyond loopback ({options.host}): every request needs the bearer token, and "
+        if not is_loopback(served.host):
+            typer.echo(f"note: listening beyond loopback ({served.host}): every request needs the bearer token, and "
                        "nothing is encrypted: put a TLS reverse proxy in front (docs/security.md)", err=True)
 
     try:
@@ -317,7 +317,7 @@ def serve_command(
             raise _fail(_settings_error(exc)) from None
         spec = StoreSpec.parse(vector_store, state_dir)
         try:  # the address first: a port in use is said before the model loads
-            server = QueryServer(options, None, k)
+            server = QueryServer(served, None, k)
         except OSError as exc:
             raise IngestError(f"cannot serve on {host}:{port}: {type(exc).__name__}: {exc.strerror or exc}") from None
         try:
