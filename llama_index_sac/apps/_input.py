@@ -61,7 +61,8 @@ def text_lines(data: bytes) -> list[str]:
     return lines
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is when it is not a regular file ("a FIFO (named pipe)", "a folder"...)."""
     for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
         if test(mode):
@@ -96,7 +97,7 @@ def read_input_file(source: str | os.PathLike[str], max_bytes: int = MAX_QUESTIO
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputFileError(f"is {_kind(info.st_mode)}, not a regular file (not read)")
+            raise InputFileError(f"is {file_kind(info.st_mode)}, not a regular file (not read)")
         if info.st_size > max_bytes:
             raise InputFileError(f"is larger than {max_bytes:,} bytes ({info.st_size:,} bytes)")
     except BaseException:

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from llama_index_sac.apps._input import file_kind
+
 __all__ = ["MAX_ZIP_MEMBERS", "Unreadable", "docx_text", "join_pages", "pdf_pages", "read_limited", "shown"]
 
 #: The most members a DOCX may have (its XML parts, plus one per embedded image or object).
@@ -58,14 +60,6 @@ def _no_address(message: str) -> str:
     return re.sub(r"'?<[\w.]+ object at 0x[0-9a-fA-F]+>'?", "the file", message)
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def read_limited(path: Path, max_bytes: int) -> bytes:
     """The content of the regular file ``path`` (following links), at most ``max_bytes`` bytes.
 
@@ -86,7 +80,7 @@ def read_limited(path: Path, max_bytes: int) -> bytes:
     with os.fdopen(fd, "rb", buffering=0) as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{_kind(info.st_mode)}, not a regular file (not read)")
+            raise Unreadable(f"{file_kind(info.st_mode)}, not a regular file (not read)")
         if info.st_size > max_bytes:
             raise Unreadable(f"{info.st_size:,} bytes, over the limit of {max_bytes:,} (--max-file-bytes)")
         data = bytearray()
