@@ -22,6 +22,14 @@ too): the times a user waits, embedding included.
     python bench/bench_document_retrieval.py --k 64 --json /tmp/bench_docret.json
     python bench/bench_document_retrieval.py --k 64 --embed --json /tmp/bench_docret_embed.json
     python bench/bench_document_retrieval.py --k 64 --lexical-weight 0.05 --prior-margin 0.5 --name-pairs
+
+``--scope referenced`` keeps only the mini's documents (26,655 chunks), ``--max-chunks N`` the first N chunks (in
+document order, the last document cut); ``--k`` and ``--wording`` take several values and ``--runs R`` repeats the
+timed loop R times per (wording, k) over the same index, so one build serves every cell; ``--queries N`` times the
+first N queries only. A ``wording`` other than ``template`` rewrites each query with
+``llama_index_sac.apps.benchmark.wordings.reword``:
+
+    python bench/bench_document_retrieval.py --scope referenced --k 8 64 --wording template trailing --runs 3
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from llama_index_sac import (  # noqa: E402
     load_legalbenchrag,
 )
 from llama_index_sac.apps.benchmark.environment import peak_memory_mb  # noqa: E402
+from llama_index_sac.apps.benchmark.wordings import WORDINGS, reword  # noqa: E402
 from llama_index_sac.constants import (  # noqa: E402
     DEFAULT_LEXICAL_WEIGHT,
     DEFAULT_LOCATOR_ONLY,
@@ -66,7 +75,12 @@ DATASETS = ["contractnli", "cuad", "maud", "privacy_qa"]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--k", type=int, default=64)
+    parser.add_argument("--k", type=int, nargs="+", default=[64])
+    parser.add_argument("--scope", choices=["all", "referenced"], default="all")
+    parser.add_argument("--max-chunks", type=int, help="keep only the first N chunks")
+    parser.add_argument("--wording", nargs="+", choices=WORDINGS, default=["template"])
+    parser.add_argument("--runs", type=int, default=1, help="timed passes per (wording, k)")
+    parser.add_argument("--queries", type=int, help="time the first N queries only")
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--lexical-weight", type=float, default=DEFAULT_LEXICAL_WEIGHT)
@@ -80,9 +94,13 @@ def main() -> None:
     parser.add_argument("--word-parts", action=argparse.BooleanOptionalAction, default=DEFAULT_WORD_PARTS)
     args = parser.parse_args()
     clock = time.perf_counter()
-    bench = load_legalbenchrag(DATA, DATASETS, scope="all")
+    bench = load_legalbenchrag(DATA, DATASETS, scope=args.scope)
     documents = bench.to_documents()
     nodes = RecursiveCharacterNodeParser(chunk_size=500)(documents)
+    if args.max_chunks is not None:
+        nodes = nodes[: args.max_chunks]
+        kept = {node.ref_doc_id for node in nodes}
+        documents = [document for document in documents if document.doc_id in kept]
     summarizer = ExtractiveSummarizer().fit(documents)
     SummaryAugmentationTransformation(summarizer=summarizer)(nodes, documents=documents)
     rng = np.random.default_rng(0)
@@ -105,14 +123,50 @@ def main() -> None:
                                             locator_only=args.locator_only, word_parts=args.word_parts)
     ranked_index_s = time.perf_counter() - pairs_clock
     built = time.perf_counter() - clock
-    dense = index.as_retriever(similarity_top_k=args.k)
-    aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=args.k, lexical_weight=0.0,
+    rng_queries = rng.standard_normal((len(bench.queries), args.dim), dtype=np.float32)
+    cells = []
+    for wording in args.wording:
+        texts = [reword(q.query, wording) for q in bench.queries][: args.queries]
+        queries = list(zip(texts, rng_queries))
+        for k in args.k:
+            for run in range(args.runs):
+                cell = time_retrievers(index, documents_index, ranked_index, queries, k, args)
+                cell.update({"wording": wording, "k": k, "run": run + 1})
+                print(json.dumps({key: cell[key] for key in ("wording", "k", "run", "dense_median_ms",
+                                                              "ranked_median_ms", "ranked_ratio_of_medians")}),
+                      flush=True)
+                cells.append(cell)
+    summary = {}
+    for wording in args.wording:
+        for k in args.k:
+            ratios = [c["ranked_ratio_of_medians"] for c in cells if c["wording"] == wording and c["k"] == k]
+            summary[f"{wording}/k={k}"] = {"ranked_ratio_of_medians": ratios,
+                                           "median": statistics.median(ratios)}
+    out = {
+        "chunks": len(nodes), "documents": len(documents), "queries": len(queries), "scope": args.scope,
+        "max_chunks": args.max_chunks, "build_s": built, "document_index_s": document_index_s,
+        "embedded": args.embed, "summary": summary, "cells": cells,
+        "ranked_options": {"lexical_weight": args.lexical_weight, "question_weight": args.question_weight,
+                           "prior_margin": args.prior_margin,
+                           "require_name_match": args.require_name_match, "name_pairs": args.name_pairs,
+                           "locator_only": args.locator_only, "word_parts": args.word_parts},
+        "ranked_document_index_s": ranked_index_s,
+        "peak_memory_mb": peak_memory_mb(),
+    }
+    print(json.dumps(out, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+def time_retrievers(index, documents_index, ranked_index, queries, k: int, args: argparse.Namespace) -> dict:
+    """One timed pass: the four retrievers interleaved query by query over ``queries`` ((text, vector) pairs)."""
+    dense = index.as_retriever(similarity_top_k=k)
+    aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=k, lexical_weight=0.0,
                                    question_weight=0.0)
-    previous = DocumentAwareRetriever(index, documents_index, similarity_top_k=args.k,
+    previous = DocumentAwareRetriever(index, documents_index, similarity_top_k=k,
                                       lexical_weight=args.lexical_weight, question_weight=args.question_weight)
-    ranked = DocumentAwareRetriever(index, ranked_index, similarity_top_k=args.k, lexical_weight=args.lexical_weight,
+    ranked = DocumentAwareRetriever(index, ranked_index, similarity_top_k=k, lexical_weight=args.lexical_weight,
                                     question_weight=args.question_weight)
-    queries = [(q.query, rng.standard_normal(args.dim).astype(np.float32)) for q in bench.queries]
     dense.retrieve(QueryBundle(queries[0][0], embedding=queries[0][1].tolist()))  # the matrix is built once
     plain_s: list[float] = []
     aware_s: list[float] = []
@@ -126,9 +180,8 @@ def main() -> None:
             t0 = time.perf_counter()
             retriever.retrieve(bundle)
             times.append(time.perf_counter() - t0)
-    out = {
-        "chunks": len(nodes), "documents": len(documents), "queries": len(queries), "k": args.k,
-        "build_s": built, "document_index_s": document_index_s, "dense_median_ms": 1000 * statistics.median(plain_s),
+    return {
+        "dense_median_ms": 1000 * statistics.median(plain_s),
         "aware_median_ms": 1000 * statistics.median(aware_s),
         "ratio_of_medians": statistics.median(aware_s) / statistics.median(plain_s),
         "previous_median_ms": 1000 * statistics.median(previous_s),
@@ -141,17 +194,7 @@ def main() -> None:
         "aware_p90_ms": 1000 * sorted(aware_s)[int(0.9 * len(aware_s))],
         "previous_p90_ms": 1000 * sorted(previous_s)[int(0.9 * len(previous_s))],
         "ranked_p90_ms": 1000 * sorted(ranked_s)[int(0.9 * len(ranked_s))],
-        "embedded": args.embed,
-        "ranked_options": {"lexical_weight": args.lexical_weight, "question_weight": args.question_weight,
-                           "prior_margin": args.prior_margin,
-                           "require_name_match": args.require_name_match, "name_pairs": args.name_pairs,
-                           "locator_only": args.locator_only, "word_parts": args.word_parts},
-        "ranked_document_index_s": ranked_index_s,
-        "peak_memory_mb": peak_memory_mb(),
     }
-    print(json.dumps(out, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ DEFAULT_WORD_PARTS = True
 DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
 #: The document locator (``retrievers/locator.py``): a word names documents when at most this many documents hold
 #: it, and a document is located at this share of the best score; chosen leave-one-dataset-out and
-#: leave-one-form-out (``bench/tune_locator.py``, ``docs/results.md`` section 7).
+#: leave-one-form-out, never on the queries they are scored on.
 DEFAULT_LOCATOR_MAX_DOCUMENTS = 3
 DEFAULT_LOCATOR_MIN_SHARE = 1.0
 
@@ -94,6 +94,6 @@ DEFAULT_QUESTION_WEIGHT = 0.5
 ScoreScale = Literal["auto", "as-is", "band", "max"]
 DEFAULT_SCORE_SCALE: ScoreScale = "auto"
 #: The span ``"band"`` gives the candidates: the median over the queries of the default embedding's cosine of the
-#: best minus the ``DEFAULT_CANDIDATE_TOP_K``-th dense candidate, measured held out (``bench/bench_wrapped_retrievers.py
-#: --seed 1 --spans``: contracts and queries the benchmarks do not score).
+#: best minus the ``DEFAULT_CANDIDATE_TOP_K``-th dense candidate, measured on contracts and queries the benchmarks
+#: do not score.
 COSINE_SPAN = 0.4

@@ -14,7 +14,7 @@ Float32 ONNX (either graph) and torch give the same vectors up to float rounding
 (:func:`~llama_index_sac.embeddings.model.embedding_space` calls them one space; cache keys tell the graphs apart).
 Precisions offered: float32 everywhere, and float16 on a GPU (torch; its vectors stay within cosine 0.999 of
 float32's). The int8 graph (``OnnxEmbedding(precision="int8")``, for measurements) moves retrieval by more than the
-bound the package holds int8 to (``bench/README.md``).
+bound the package holds int8 to.
 
 ``device`` (``"cpu"``, ``"cuda"`` or ``"cuda:N"``) puts the model on an NVIDIA GPU: ONNX Runtime's CUDA provider where
 ``onnxruntime-gpu`` is installed, torch otherwise. A GPU that is not there is one ``ValueError`` naming the device,

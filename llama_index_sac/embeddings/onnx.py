@@ -49,7 +49,7 @@ __all__ = ["DEFAULT_MAX_PADDING", "DEFAULT_ONNX_BATCH_SIZE", "DEFAULT_ONNX_GRAPH
            "padding_overhead", "token_batches", "token_order"]
 
 #: Texts per forward pass of :class:`OnnxEmbedding`: small batches of texts of similar length (each call is sorted by
-#: length) keep the activations in cache and the padding low (``bench/README.md``).
+#: length) keep the activations in cache and the padding low.
 DEFAULT_ONNX_BATCH_SIZE = 16
 
 #: The most padding a batch of :class:`OnnxEmbedding` computes, as a share of its real tokens (:func:`token_batches`).

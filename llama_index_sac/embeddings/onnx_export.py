@@ -77,7 +77,7 @@ GRAPH_KINDS: tuple[str, ...] = ("plain", "fused")
 #: never served for another.
 GRAPH_IDENTITIES: dict[str, str | None] = {"plain": None, "fused": f"fused.v{EXPORT_VERSION}"}
 #: The float32 graph run by default: ONNX Runtime's fused transformer kernels (the plain graph's vectors up to float
-#: rounding, faster; ``bench/README.md``).
+#: rounding, faster).
 DEFAULT_ONNX_GRAPH: GraphKind = "fused"
 #: How the fused graph is made (``onnxruntime.transformers.optimizer.optimize_model`` arguments: BERT, 12 heads of
 #: 32 dimensions, ONNX Runtime's own graph optimisations left to the session).

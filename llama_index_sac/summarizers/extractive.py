@@ -45,8 +45,7 @@ documents at hand: a fit on the batch is exactly what made summaries depend on t
 run (shipped, or built once from the user's corpus with :meth:`fit` / ``TermStatistics.from_texts`` and saved) gives
 the same contrast for every document, and a new document is weighed against the same statistics as the old ones.
 
-Cost: each document is read up to ``lead_chars`` + ``term_sample_chars`` characters, whatever its length (timings:
-``bench/bench_summaries.py``).
+Cost: each document is read up to ``lead_chars`` + ``term_sample_chars`` characters, whatever its length.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ _TITLE_STOP_RE = re.compile(
 _SEGMENT_RE = re.compile(r"\n|\s{2,}")
 #: "Privacy policy" when no title is found: privacy vocabulary ("privacy", "personal information", "personal data")
 #: at least this often per 10,000 characters of the term sample: privacy policies use it far more often than a
-#: contract's data-protection clause does (``bench/summary_identity.py`` measures both), so a contract whose title
+#: contract's data-protection clause does, so a contract whose title
 #: is missed is not called a privacy policy.
 _PRIVACY_PER_10K = 12
 _SMALL_WORDS = {"of", "and", "to", "the", "for", "in", "on", "by", "a", "an", "or", "with", "at", "as"}

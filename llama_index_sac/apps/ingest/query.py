@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_DOCUMENT_AWARE", "MAX_K", "QueryHit", "Searcher", "check_k",
            "matched_passage", "model_loading_progress", "query"]
 
 #: Questions are ranked by :class:`~llama_index_sac.DocumentAwareRetriever` with its defaults unless told otherwise
-#: (``document_aware=False``, ``--plain``): the best setup measured (``docs/results.md`` section 6).
+#: (``document_aware=False``, ``--plain``): the best setup measured.
 DEFAULT_DOCUMENT_AWARE = True
 #: The largest ``k`` a query may ask for (the stores' clients overflow on huge values).
 MAX_K = 10_000
