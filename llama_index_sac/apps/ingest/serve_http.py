@@ -90,6 +90,8 @@ class QueryHandler(BaseHTTPRequestHandler):
     def handle_one_request(self) -> None:
         self.command, self.path, self.request_version, self.requestline = None, "", "HTTP/1.1", ""  # type: ignore
         self._status: int | None = None
+        self._logged = False
+        self._started = time.perf_counter()
         self._question: str | None = None
         self.server.reading(self, True)  # the whole request within the read timeout
         try:
@@ -97,7 +99,7 @@ class QueryHandler(BaseHTTPRequestHandler):
         except TimeoutError:
             self.close_connection = True
             return
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
         if not self.raw_requestline:
             self.close_connection = True
             return
@@ -106,7 +108,7 @@ class QueryHandler(BaseHTTPRequestHandler):
             self.wfile.flush()
         finally:
             self.server.reading(self, False)
-            if self._status is not None:
+            if self._status is not None and not self._logged:
                 self._log(started)
 
     def _one(self) -> None:
@@ -153,6 +155,7 @@ class QueryHandler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
+        self._log(self._started)  # before the body: a client that has its whole answer finds the line written
         if self.command != "HEAD":
             self.wfile.write(data)
 
@@ -163,6 +166,7 @@ class QueryHandler(BaseHTTPRequestHandler):
         """Nothing (the base class writes to stderr)."""
 
     def _log(self, started: float) -> None:
+        self._logged = True
         if not self.server.settings.access_log:
             return
         path = printable(self.path[:200] + ("..." if len(self.path) > 200 else ""))

@@ -105,8 +105,12 @@ def test_a_damaged_index_of_thousands_of_rows_is_one_error(big_store: tuple[Path
     assert all(says.format(segment=folder.name) in line for line in errors(done))
 
 
-def test_damaged_upper_link_lists_give_the_intact_hits_or_one_error(big_store: tuple[Path, Path],
-                                                                   tmp_path: Path) -> None:
+def test_damaged_upper_link_lists_give_whole_answers_or_one_error(big_store: tuple[Path, Path],
+                                                                  tmp_path: Path) -> None:
+    """Noise over ``link_lists.bin`` (the HNSW graph's upper layers) is not detectable from the files' shapes: the
+    search then enters the bottom layer elsewhere, and its approximate hits may differ from the intact store's (seen
+    on some builds, not on others: the graph depends on insertion threads). What holds: no crash, and either one
+    error line or a whole answer of stored chunks per question."""
     docs, intact = big_store
     expected = probe(intact, docs, "query")
     assert expected.returncode == 0 and all(len(line.split("|")) == 50 for line in expected.stdout.splitlines())
@@ -116,6 +120,10 @@ def test_damaged_upper_link_lists_give_the_intact_hits_or_one_error(big_store: t
     done = probe(store, docs, "query")
     assert done.returncode in (0, 2), done.stderr[-2000:]  # never a signal (a crash)
     if done.returncode == 0:
-        assert done.stdout == expected.stdout
+        lines = done.stdout.splitlines()
+        assert len(lines) == len(expected.stdout.splitlines()) and all(len(line.split("|")) == 50 for line in lines)
+        named = {hit.rsplit("@", 1)[0] for line in lines for hit in line.split("|")}
+        stored = {hit.rsplit("@", 1)[0] for line in expected.stdout.splitlines() for hit in line.split("|")}
+        assert named <= stored | {p.relative_to(docs.parent).as_posix() for p in docs.rglob("*.txt")}, named
     else:
         assert len(errors(done)) == 1
