@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import signal
 import unicodedata
 import zipfile
 from collections.abc import Iterator
@@ -33,19 +32,6 @@ from tests.conftest import FakeEmbedding
 
 pytest.importorskip("chromadb")
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
-
-
-@pytest.fixture
-def alarm() -> Iterator[None]:
-    """Fail instead of hanging: SIGALRM after 20 s."""
-    def fail(*_: Any) -> None:
-        raise AssertionError("blocked for 20 s")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 # -- F3: a folder 10,000 levels deep ---------------------------------------------------------------------------------

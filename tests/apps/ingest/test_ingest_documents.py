@@ -10,11 +10,9 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import zipfile
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -296,19 +294,6 @@ def test_docx_zip_bombs_and_damage(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert unreadable(path) == "not a DOCX (not a ZIP archive)"
     path.write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty ZIP
     assert unreadable(path).startswith("not a readable DOCX (KeyError: ")
-
-
-@pytest.fixture
-def alarm() -> Iterator[None]:
-    """Fail instead of hanging: SIGALRM after 20 s."""
-    def fail(*_: Any) -> None:
-        raise AssertionError("blocked for 20 s")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def test_permission_only_aes256_pdf_is_read(contract_pdf: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
