@@ -41,7 +41,7 @@ from llama_index.core.bridge.pydantic import PrivateAttr  # noqa: E402
 from llama_index.core.schema import Document, MetadataMode  # noqa: E402
 
 from llama_index_sac.embeddings.default import default_embedding_model  # noqa: E402
-from llama_index_sac.embeddings.model import embedding_token_counter  # noqa: E402
+from llama_index_sac.embeddings.limits import embedding_token_counter  # noqa: E402
 from llama_index_sac.node_parser.semantic import SemanticNodeParser  # noqa: E402
 from llama_index_sac.sentences import sentence_spans  # noqa: E402
 

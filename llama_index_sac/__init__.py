@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from llama_index_sac.augmentation.transformation import SummaryAugmentationTransformation
 from llama_index_sac.embeddings.default import default_embedding_model
-from llama_index_sac.embeddings.model import EmbedLimitWarning
+from llama_index_sac.embeddings.limits import EmbedLimitWarning
 from llama_index_sac.evaluation import (
     DRMMetric,
     EvaluationResult,

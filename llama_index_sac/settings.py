@@ -40,7 +40,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
 from llama_index_sac.constants import DEFAULT_FOCUS_DOCUMENTS
-from llama_index_sac.embeddings.model import embedding_identity, embedding_space
+from llama_index_sac.embeddings.identity import embedding_identity, embedding_space
 from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.base import SpanNodeParser
@@ -353,7 +353,7 @@ def model_identity(model: BaseEmbedding) -> dict[str, Any]:
 
 def model_space(model: BaseEmbedding) -> dict[str, Any]:
     """What decides whether two models' vectors can be compared (the ingest record's fingerprint, ``query``'s
-    check): :func:`model_identity` with the precision (:func:`~llama_index_sac.embeddings.model.embedding_space`)
+    check): :func:`model_identity` with the precision (:func:`~llama_index_sac.embeddings.identity.embedding_space`)
     and without the class when it is one of the two runtimes of the default model (torch and float32 ONNX give the
     same vectors); any other class stays part of it."""
     return recorded_space({**model_identity(model), **embedding_space(model)})

@@ -28,7 +28,7 @@ from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.settings import Settings
 
 from llama_index_sac._warn import caller_stacklevel
-from llama_index_sac.embeddings.model import (
+from llama_index_sac.embeddings.limits import (
     EmbedLimitWarning,
     check_text_limit,
     embedding_max_tokens,
@@ -196,7 +196,7 @@ def fit_embed_strings(nodes: Sequence[BaseNode], summary_key: str, budget: Embed
 
     ``"trim"``: :func:`fit_summaries`, the trimmed count logged, and ONE :class:`EmbedLimitWarning` with the counts
     when some chunks exceed the limit on their own. ``"warn"`` / ``"raise"``: nothing trimmed, one warning or
-    ``ValueError`` (:func:`~llama_index_sac.embeddings.model.check_text_limit`). Nothing with ``budget=None``.
+    ``ValueError`` (:func:`~llama_index_sac.embeddings.limits.check_text_limit`). Nothing with ``budget=None``.
 
     Raises:
         ValueError: ``policy="raise"`` and some EMBED string exceeds the limit.

@@ -33,12 +33,8 @@ from llama_index_sac.augmentation.fit import (
 )
 from llama_index_sac.augmentation.summarizing import summarize_groups
 from llama_index_sac.documents import DocumentGroup, group_by_document, is_document
-from llama_index_sac.embeddings.model import (
-    EmbedLimitWarning,
-    embedding_identity,
-    embedding_max_tokens,
-    token_length_function,
-)
+from llama_index_sac.embeddings.identity import embedding_identity
+from llama_index_sac.embeddings.limits import EmbedLimitWarning, embedding_max_tokens, token_length_function
 from llama_index_sac.node_parser.base import callable_identity
 from llama_index_sac.summarizers.base import BaseSummarizer, SummaryResult, run_sync
 from llama_index_sac.summarizers.cache import SummaryCache, SummaryCacheError

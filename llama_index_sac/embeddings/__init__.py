@@ -10,6 +10,16 @@ from llama_index_sac.embeddings.default import (
     embedding_from_identity,
     is_default_model,
 )
+from llama_index_sac.embeddings.identity import embedding_identity, embedding_space
+from llama_index_sac.embeddings.limits import (
+    EmbedLimitWarning,
+    OverflowPolicy,
+    check_embed_limit,
+    check_text_limit,
+    embedding_max_tokens,
+    embedding_token_counter,
+    token_length_function,
+)
 from llama_index_sac.embeddings.model import (
     DEFAULT_EMBED_BATCH_SIZE,
     DEFAULT_EMBED_MODEL_NAME,
@@ -17,16 +27,7 @@ from llama_index_sac.embeddings.model import (
     MINILM_MAX_INPUT_TOKENS,
     MINILM_SAFETENSORS_SHA256,
     EmbeddingModelError,
-    EmbedLimitWarning,
-    OverflowPolicy,
-    check_embed_limit,
-    check_text_limit,
-    embedding_identity,
-    embedding_max_tokens,
-    embedding_space,
-    embedding_token_counter,
     offline_model_path,
-    token_length_function,
     torch_embedding_model,
 )
 from llama_index_sac.embeddings.onnx import OnnxEmbedding

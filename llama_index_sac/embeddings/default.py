@@ -11,7 +11,7 @@ ONNX Runtime, no torch at run time) and ``"torch"`` (``HuggingFaceEmbedding``: s
 installed (the ``offline`` extra), and on torch otherwise or for any other model. ONNX runs the fused float32 graph
 by default (:data:`~llama_index_sac.embeddings.onnx.DEFAULT_ONNX_GRAPH`; ``graph="plain"`` is the graph as exported).
 Float32 ONNX (either graph) and torch give the same vectors up to float rounding
-(:func:`~llama_index_sac.embeddings.model.embedding_space` calls them one space; cache keys tell the graphs apart).
+(:func:`~llama_index_sac.embeddings.identity.embedding_space` calls them one space; cache keys tell the graphs apart).
 Precisions offered: float32 everywhere, and float16 on a GPU (torch; its vectors stay within cosine 0.999 of
 float32's). The int8 graph (``OnnxEmbedding(precision="int8")``, for measurements) moves retrieval by more than the
 bound the package holds int8 to.
@@ -19,7 +19,7 @@ bound the package holds int8 to.
 ``device`` (``"cpu"``, ``"cuda"`` or ``"cuda:N"``) puts the model on an NVIDIA GPU: ONNX Runtime's CUDA provider where
 ``onnxruntime-gpu`` is installed, torch otherwise. A GPU that is not there is one ``ValueError`` naming the device,
 never a silent run on the CPU. A GPU gives the CPU's vectors up to float rounding (float16: within cosine 0.999), so
-its vectors are cached apart (:func:`~llama_index_sac.embeddings.model.embedding_identity` names the device kind and
+its vectors are cached apart (:func:`~llama_index_sac.embeddings.identity.embedding_identity` names the device kind and
 the precision) but stay in the CPU's vector space (a collection ingested on a GPU is queried on the CPU).
 """
 
@@ -229,7 +229,7 @@ def is_default_model(embed_model: BaseEmbedding) -> bool:
 
 
 def embedding_from_identity(identity: Mapping[str, Any]) -> BaseEmbedding:
-    """The embedding model an :func:`~llama_index_sac.embeddings.model.embedding_identity` names, rebuilt: components
+    """The embedding model an :func:`~llama_index_sac.embeddings.identity.embedding_identity` names, rebuilt: components
     serialize their model as its identity (``to_dict()``, pickle) instead of carrying its weights.
 
     Args:

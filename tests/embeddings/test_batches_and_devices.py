@@ -21,7 +21,8 @@ from llama_index_sac.apps.ingest.ray_engine import RayStages
 from llama_index_sac.apps.ingest.steps import IngestSettings, settings_from_options
 from llama_index_sac.embeddings import EmbeddingBackendOptions, default_embedding_model, embedding_identity
 from llama_index_sac.embeddings.default import check_device, embedding_from_identity
-from llama_index_sac.embeddings.model import device_kind, offline_model_path
+from llama_index_sac.embeddings.identity import device_kind
+from llama_index_sac.embeddings.model import offline_model_path
 from llama_index_sac.embeddings.onnx import (
     DEFAULT_MAX_PADDING,
     OnnxEmbedding,

@@ -10,14 +10,13 @@ import pytest
 
 import llama_index_sac.embeddings.model as emb
 from llama_index_sac.embeddings.default import default_embedding_model
+from llama_index_sac.embeddings.identity import embedding_identity
+from llama_index_sac.embeddings.limits import embedding_max_tokens, embedding_token_counter
 from llama_index_sac.embeddings.model import (
     DEFAULT_EMBED_MODEL_NAME,
     MINILM_MAX_INPUT_TOKENS,
     MINILM_SAFETENSORS_SHA256,
     EmbeddingModelError,
-    embedding_identity,
-    embedding_max_tokens,
-    embedding_token_counter,
     offline_model_path,
 )
 from tests.conftest import FakeEmbedding, offline_installed

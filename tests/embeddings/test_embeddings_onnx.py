@@ -14,6 +14,7 @@ import pytest
 from llama_index.core.bridge.pydantic import ValidationError
 from typer.testing import CliRunner
 
+import llama_index_sac.embeddings.limits as limits
 import llama_index_sac.embeddings.model as emb
 from llama_index_sac.apps.benchmark.cache import content_key
 from llama_index_sac.apps.benchmark.factories import model_backend, model_identity, model_space, recorded_space
@@ -416,11 +417,11 @@ def test_onnx_model_pickles_as_its_options(both_models) -> None:
 @pytest.mark.slow
 def test_onnx_counts_tokens_like_torch(both_models) -> None:
     onnx, torch_model = both_models
-    count, reference = emb.embedding_token_counter(onnx), emb.embedding_token_counter(torch_model)
+    count, reference = limits.embedding_token_counter(onnx), limits.embedding_token_counter(torch_model)
     assert count is not None and reference is not None
     assert count("hello world") == 4  # [CLS] hello world [SEP]
     assert [count(t) for t in TEXTS] == [reference(t) for t in TEXTS]
-    assert count("word " * 400) == 402 and emb.embedding_max_tokens(onnx) == 256
+    assert count("word " * 400) == 402 and limits.embedding_max_tokens(onnx) == 256
 
 
 @offline_installed

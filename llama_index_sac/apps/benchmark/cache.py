@@ -303,8 +303,8 @@ class CachedEmbedding(BaseEmbedding):
 
     @property
     def wrapped_embedding(self) -> BaseEmbedding:
-        """The inner model: :func:`~llama_index_sac.embeddings.model.embedding_token_counter` and
-        :func:`~llama_index_sac.embeddings.model.embedding_max_tokens` read its tokenizer and input limit."""
+        """The inner model: :func:`~llama_index_sac.embeddings.limits.embedding_token_counter` and
+        :func:`~llama_index_sac.embeddings.limits.embedding_max_tokens` read its tokenizer and input limit."""
         return self._inner
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
