@@ -2,14 +2,12 @@
 
 One document, one summary: a document that fits the input window (``max_input_chars``) costs one LLM request (plus
 at most ``length_retries`` short "shorten this" requests when the answer is too long). Longer documents follow
-``long_document``:
+``long_document`` (the rules are in :mod:`~llama_index_sac.summarizers.long_documents`):
 
-* ``"map_reduce"`` (default): the text is cut into windows of at most ``max_input_chars`` characters at paragraph /
-  line / sentence / word boundaries (the recursive splitter; windows tile the text, so every character is read),
-  each window is summarized with ``map_prompt``, and the partial summaries (in order) are summarized with
+* ``"map_reduce"`` (default): every window is summarized with ``map_prompt``, the partial summaries (in order) with
   ``reduce_prompt``, in several rounds if they do not fit one window. ``strategy="map_reduce"``, not truncated.
-* ``"head_tail"``: one request on the first two thirds of the window taken from the start of the document and the
-  last third from its end, joined by ``"\\n[...]\\n"``. ``strategy="head_tail"``, ``truncated=True``.
+* ``"head_tail"``: one request on the start and the end of the document. ``strategy="head_tail"``,
+  ``truncated=True``.
 
 Length control: the prompt asks for at most ``max_chars`` characters; an answer longer than
 ``max_chars * (1 + length_tolerance)`` is sent back with ``shorten_prompt`` (up to ``length_retries`` times), and
@@ -42,18 +40,13 @@ async method blocks the event loop (LlamaIndex's in-process ``LlamaCPP``), and c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import urllib.parse
 from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny, field_serializer, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 
-from llama_index_sac.node_parser.base import callable_identity
-from llama_index_sac.node_parser.recursive import recursive_chunk_spans
-from llama_index_sac.summarizers._map_reduce import group_by_length
 from llama_index_sac.summarizers.base import (
     BaseSummarizer,
     SummarizationError,
@@ -62,6 +55,8 @@ from llama_index_sac.summarizers.base import (
     normalize_summary,
 )
 from llama_index_sac.summarizers.llm_clients import gguf_llm, openai_like_llm, openai_llm
+from llama_index_sac.summarizers.llm_identity import llm_endpoint, llm_identity
+from llama_index_sac.summarizers.long_documents import head_tail_excerpt, map_reduce_input
 from llama_index_sac.summarizers.prompts import (
     COMMERCIAL_CONTRACT_SUMMARY_PROMPT,
     GENERIC_SUMMARY_PROMPT,
@@ -80,7 +75,6 @@ from llama_index_sac.summarizers.retry import (
     CircuitBreaker,
     LLMUnavailableError,
     RequestRun,
-    gather_or_cancel,
     is_transient_error,
     request_with_retries,
     send_once,
@@ -89,7 +83,6 @@ from llama_index_sac.summarizers.retry import (
 __all__ = ["LLMSummarizer", "LLMUnavailableError", "chatml_completion_to_prompt", "chatml_messages_to_prompt",
            "is_transient_error"]
 
-_HEAD_TAIL_MARK = "\n[...]\n"
 #: How a prompt is filled and an answer cleaned, in :meth:`LLMSummarizer.identity` (earlier summaries miss the cache):
 #: 2 = document tags neutralised (:func:`~.prompts.delimit_document`), control characters removed from answers.
 PROMPT_FORMAT = 2
@@ -255,36 +248,13 @@ class LLMSummarizer(BaseSummarizer):
         :data:`COMMERCIAL_CONTRACT_SUMMARY_PROMPT`)."""
         return cls(llm=llm, prompt=COMMERCIAL_CONTRACT_SUMMARY_PROMPT, max_chars=max_chars, **kwargs)
 
-    def _llm_identity(self) -> dict[str, Any]:
-        llm = self.llm
-        model: Any
-        try:
-            model = llm.metadata.model_name
-        except Exception:  # pragma: no cover - an LLM whose metadata needs a loaded model
-            model = getattr(llm, "model", None) or getattr(llm, "model_path", None)
-        if isinstance(model, str) and model.endswith(".gguf"):
-            model = os.path.basename(model)  # the same file elsewhere gives the same summaries
-        ident: dict[str, Any] = {"class": llm.class_name(), "model": model}
-        for attr in ("temperature", "max_tokens", "max_new_tokens", "top_p", "seed", "is_chat_model"):
-            value = getattr(llm, attr, None)
-            if value is not None and not callable(value):
-                ident[attr] = value
-        for attr in ("messages_to_prompt", "completion_to_prompt"):
-            fn = getattr(llm, attr, None)
-            if callable(fn):
-                ident[attr] = callable_identity(fn)
-        system_prompt = getattr(llm, "system_prompt", None)
-        if system_prompt:
-            ident["system_prompt"] = system_prompt
-        return ident
-
     def identity(self) -> dict[str, Any]:
         """Model and its generation settings, all prompts, ``max_chars``, tolerance, window and long-document
         strategy, ``metadata_keys``. Not: retries, timeouts, concurrency (they do not change a summary)."""
         ident = super().identity()
         ident.update(
             prompt_format=PROMPT_FORMAT,
-            llm=self._llm_identity(),
+            llm=llm_identity(self.llm),
             prompt=template_text(self.prompt),
             map_prompt=template_text(self.map_prompt),
             reduce_prompt=template_text(self.reduce_prompt),
@@ -322,18 +292,9 @@ class LLMSummarizer(BaseSummarizer):
     @property
     def endpoint(self) -> str:
         """Where requests go, for error messages: the LLM's ``api_base``/``base_url``/``azure_endpoint`` (user
-        info and query string removed), else its class and model (``"LlamaCPP (model qwen.gguf)"``)."""
-        for attr in ("api_base", "base_url", "azure_endpoint"):
-            url = getattr(self.llm, attr, None)
-            if isinstance(url, str) and url.strip():
-                parts = urllib.parse.urlsplit(url.strip())
-                host = parts.hostname or ""
-                host = f"[{host}]" if ":" in host else host  # IPv6
-                with contextlib.suppress(ValueError):  # an invalid port is left out
-                    host = f"{host}:{parts.port}" if parts.port else host
-                return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
-        ident = self._llm_identity()
-        return f"{ident['class']} (model {ident['model']})"
+        info and query string removed), else its class and model (``"LlamaCPP (model qwen.gguf)"``); see
+        :func:`~llama_index_sac.summarizers.llm_identity.llm_endpoint`."""
+        return llm_endpoint(self.llm)
 
     @property
     def circuit_open(self) -> bool:
@@ -405,33 +366,13 @@ class LLMSummarizer(BaseSummarizer):
             summary, cut = await self._final(self.prompt, text, meta, limiter, run)
             return SummaryResult(summary=summary, strategy="single", cut=cut, llm_calls=run.calls)
         if self.long_document == "head_tail":
-            body = window - len(_HEAD_TAIL_MARK)
-            head = cut_at_word_boundary(text, max(1, (2 * body) // 3))
-            tail_len = body - len(head)
-            tail = text[len(text) - tail_len:]
-            space = tail.find(" ")
-            if 0 <= space < len(tail) // 4:  # start the tail at a word
-                tail = tail[space + 1:]
-            summary, cut = await self._final(self.prompt, head + _HEAD_TAIL_MARK + tail, meta, limiter, run)
+            summary, cut = await self._final(self.prompt, head_tail_excerpt(text, window), meta, limiter, run)
             return SummaryResult(summary=summary, strategy="head_tail", truncated=True, cut=cut, llm_calls=run.calls)
-        spans = recursive_chunk_spans(text, chunk_size=window)
-        # partial summaries are intermediate: bounded so that any two of them fit one reduce window
-        partial_limit = max(20, min(2 * self._map_chars(), window // 2 - 16))
-        partials = await gather_or_cancel((
-            self._generate(self.map_prompt, text[s:e], self._map_chars(), meta, limiter, run) for s, e in spans
-        ), run)
-        partials = [cut_at_word_boundary(p, partial_limit) for p in partials]
-        while True:
-            joined = "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(partials))
-            if len(joined) <= window or len(partials) == 1:
-                break
-            groups = group_by_length(partials, window)
-            partials = await gather_or_cancel((
-                self._generate(self.reduce_prompt, "\n".join(f"Part {i + 1}: {p}" for i, p in enumerate(group)),
-                               self._map_chars(), meta, limiter, run)
-                for group in groups
-            ), run)
-            partials = [cut_at_word_boundary(p, partial_limit) for p in partials]
+        joined = await map_reduce_input(
+            text, window, self._map_chars(),
+            lambda part: self._generate(self.map_prompt, part, self._map_chars(), meta, limiter, run),
+            lambda parts: self._generate(self.reduce_prompt, parts, self._map_chars(), meta, limiter, run),
+            run,
+        )
         summary, cut = await self._final(self.reduce_prompt, joined, meta, limiter, run)
         return SummaryResult(summary=summary, strategy="map_reduce", cut=cut, llm_calls=run.calls)
-
