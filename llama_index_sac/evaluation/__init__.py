@@ -3,16 +3,13 @@ locations and gold spans. The benchmark runner and its reports are in :mod:`llam
 
 from llama_index_sac.evaluation.confusion import confused_pairs
 from llama_index_sac.evaluation.evaluator import (
-    DRMMetric,
     EvaluationResult,
     NodeLocationError,
     QueryRecord,
     RetrievalQualityEvaluator,
-    SpanPrecisionMetric,
-    SpanRecallMetric,
-    gold_span_id,
     locate_node,
 )
+from llama_index_sac.evaluation.llamaindex_metrics import DRMMetric, SpanPrecisionMetric, SpanRecallMetric, gold_span_id
 from llama_index_sac.evaluation.locations import gold_span, node_locations, stored_nodes
 from llama_index_sac.evaluation.metrics import (
     DEFAULT_KS,

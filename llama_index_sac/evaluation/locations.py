@@ -4,9 +4,9 @@ Span metrics need two kinds of location, both as :class:`~llama_index_sac.evalua
 (``(doc_id, start, end)``, a half-open range of Python string indices, i.e. characters, into the ORIGINAL document):
 
 * :func:`node_locations` builds the ``node_id -> LocatedSpan`` map of everything indexed, which the
-  ``RetrieverEvaluator`` adapters (:class:`~llama_index_sac.evaluation.evaluator.SpanPrecisionMetric`, ...) take,
-  straight from where the nodes live: a vector store that keeps them (``NumpyVectorStore``, Chroma, Qdrant: read
-  page by page), a docstore, a ``VectorStoreIndex``, or plain nodes.
+  ``RetrieverEvaluator`` metrics (:mod:`~llama_index_sac.evaluation.llamaindex_metrics`) take, straight from where
+  the nodes live: a vector store that keeps them (``NumpyVectorStore``, Chroma, Qdrant: read page by page), a
+  docstore, a ``VectorStoreIndex``, or plain nodes.
 * :func:`gold_span` turns a quoted answer into the exact span of that quote in a document, refusing a quote that is
   absent or ambiguous instead of guessing.
 

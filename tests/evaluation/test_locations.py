@@ -20,13 +20,8 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores import SimpleVectorStore
 
 from llama_index_sac import NumpyVectorStore, RecursiveCharacterNodeParser
-from llama_index_sac.evaluation.evaluator import (
-    DRMMetric,
-    NodeLocationError,
-    SpanPrecisionMetric,
-    SpanRecallMetric,
-    gold_span_id,
-)
+from llama_index_sac.evaluation.evaluator import NodeLocationError
+from llama_index_sac.evaluation.llamaindex_metrics import DRMMetric, SpanPrecisionMetric, SpanRecallMetric, gold_span_id
 from llama_index_sac.evaluation.locations import gold_span, node_locations
 from llama_index_sac.evaluation.metrics import LocatedSpan
 from tests.conftest import FakeEmbedding

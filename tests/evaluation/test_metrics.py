@@ -12,14 +12,12 @@ from llama_index.core.evaluation import RetrieverEvaluator
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from llama_index_sac.apps.benchmark.datasets.base import BenchmarkQuery
-from llama_index_sac.evaluation.evaluator import (
+from llama_index_sac.evaluation.evaluator import NodeLocationError, RetrievalQualityEvaluator, locate_node
+from llama_index_sac.evaluation.llamaindex_metrics import (
     DRMMetric,
-    NodeLocationError,
-    RetrievalQualityEvaluator,
     SpanPrecisionMetric,
     SpanRecallMetric,
     gold_span_id,
-    locate_node,
     parse_gold_span_id,
 )
 from llama_index_sac.evaluation.locations import node_locations
