@@ -19,9 +19,8 @@ from llama_index_sac.apps.benchmark.config import RunSettings
 from llama_index_sac.apps.cli import app
 from llama_index_sac.apps.ingest.ray_engine import RayStages
 from llama_index_sac.apps.ingest.steps import IngestSettings, settings_from_options
-from llama_index_sac.embeddings import EmbeddingBackendOptions, default_embedding_model, embedding_identity
+from llama_index_sac.embeddings import EmbeddingBackendOptions, default_embedding_model
 from llama_index_sac.embeddings.default import check_device, embedding_from_identity
-from llama_index_sac.embeddings.identity import device_kind
 from llama_index_sac.embeddings.model import offline_model_path
 from llama_index_sac.embeddings.onnx import (
     DEFAULT_MAX_PADDING,
@@ -30,8 +29,7 @@ from llama_index_sac.embeddings.onnx import (
     token_batches,
     token_order,
 )
-from llama_index_sac.settings import model_space
-from tests.conftest import FakeEmbedding, offline_installed
+from tests.conftest import offline_installed
 
 
 def _cuda_visible() -> bool:
@@ -177,41 +175,6 @@ def test_onnx_without_its_cuda_provider_names_the_device() -> None:
         pytest.skip("onnxruntime-gpu is installed here: the missing-provider error cannot run")
     with pytest.raises(ValueError, match="device 'cuda:0': this ONNX Runtime has no CUDA execution provider"):
         default_embedding_model(backend="onnx", device="cuda:0")
-
-
-class _Parameter:
-    def __init__(self, dtype: str) -> None:
-        self.dtype = dtype
-
-
-class _Module:
-    """Stands for a sentence-transformers model: a device with a type, weights with a dtype."""
-
-    def __init__(self, device: str, dtype: str) -> None:
-        self.device = type("device", (), {"type": device})()
-        self._dtype = dtype
-
-    def parameters(self) -> Any:
-        return iter([_Parameter(self._dtype)])
-
-
-class _OnDevice(FakeEmbedding):
-    device: str = "cuda:0"
-
-
-def test_a_gpu_and_half_precision_are_cached_apart_but_one_vector_space() -> None:
-    cpu, gpu = FakeEmbedding(), _OnDevice()
-    assert device_kind(cpu) is None and device_kind(gpu) == "cuda"
-    assert embedding_identity(gpu) == {**embedding_identity(cpu), "device": "cuda"}
-    half = FakeEmbedding()
-    half._model = _Module("cuda", "torch.float16")  # type: ignore[attr-defined]
-    assert embedding_identity(half) == {**embedding_identity(cpu), "device": "cuda", "precision": "float16"}
-    full = FakeEmbedding()
-    full._model = _Module("cpu", "torch.float32")  # type: ignore[attr-defined]
-    assert embedding_identity(full) == embedding_identity(cpu)  # the CPU in float32: the key it always had
-    # FakeEmbedding is not a runtime of the default model: its class stays in the space, the device does not matter
-    # to the comparison of the default model's runtimes only
-    assert model_space(gpu)["class_name"] == "FakeEmbedding"
 
 
 def test_the_default_models_space_leaves_the_device_out() -> None:

@@ -1,4 +1,4 @@
-"""default_embedding_model(): offline weights verified by sha256, the hub fallback's error, the token helpers."""
+"""The default model (embeddings/model.py): offline weights verified by sha256, the hub fallback's error."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import llama_index_sac.embeddings.model as emb
 from llama_index_sac.embeddings.default import default_embedding_model
 from llama_index_sac.embeddings.identity import embedding_identity
-from llama_index_sac.embeddings.limits import embedding_max_tokens, embedding_token_counter
+from llama_index_sac.embeddings.limits import embedding_max_tokens
 from llama_index_sac.embeddings.model import (
     DEFAULT_EMBED_MODEL_NAME,
     MINILM_MAX_INPUT_TOKENS,
@@ -19,12 +19,7 @@ from llama_index_sac.embeddings.model import (
     EmbeddingModelError,
     offline_model_path,
 )
-from tests.conftest import FakeEmbedding, offline_installed
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return default_embedding_model(backend="torch")  # the ONNX runtime: tests/embeddings/test_embeddings_onnx.py
+from tests.conftest import offline_installed
 
 
 @pytest.fixture
@@ -58,18 +53,6 @@ def test_default_model_is_minilm(minilm) -> None:
     # short name resolves to the same model
     assert embedding_identity(default_embedding_model("all-MiniLM-L6-v2", backend="torch")) == \
         embedding_identity(minilm)
-
-
-@offline_installed
-@pytest.mark.slow
-def test_token_counter_counts_what_the_model_sees(minilm) -> None:
-    count = embedding_token_counter(minilm)
-    assert count is not None
-    assert count("hello world") == 4  # [CLS] hello world [SEP]
-    long_text = "word " * 300
-    limit = embedding_max_tokens(minilm)
-    assert limit is not None
-    assert count(long_text) == 302 > limit  # would be truncated: callers can warn
 
 
 def test_hash_is_computed_once_per_process(fake_package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,9 +100,3 @@ def test_other_model_names_fail_clearly(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-model"
     with pytest.raises(EmbeddingModelError, match="no-such-model"):
         default_embedding_model(str(missing))
-
-
-def test_max_tokens_unknown_for_models_without_a_limit() -> None:
-    assert embedding_max_tokens(FakeEmbedding()) is None
-    assert embedding_token_counter(FakeEmbedding()) is None
-    assert embedding_max_tokens(FakeEmbedding(model_name="sentence-transformers/all-MiniLM-L6-v2")) == 256
