@@ -1,26 +1,12 @@
-"""Span metrics with values worked out by hand, empty inputs, aggregation, the evaluator and the
-LlamaIndex RetrieverEvaluator adapters."""
+"""Span metrics (evaluation/metrics.py) with values worked out by hand, empty inputs, aggregation, hostile
+arguments."""
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import pytest
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.evaluation import RetrieverEvaluator
-from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
-from llama_index_sac.apps.benchmark.datasets.base import BenchmarkQuery
-from llama_index_sac.evaluation.evaluator import NodeLocationError, RetrievalQualityEvaluator, locate_node
-from llama_index_sac.evaluation.llamaindex_metrics import (
-    DRMMetric,
-    SpanPrecisionMetric,
-    SpanRecallMetric,
-    gold_span_id,
-    parse_gold_span_id,
-)
-from llama_index_sac.evaluation.locations import node_locations
 from llama_index_sac.evaluation.metrics import (
     LocatedSpan,
     QueryScores,
@@ -303,145 +289,6 @@ def test_aggregate_no_records_warns():
     assert agg["overall"][1]["precision"] is None
 
 
-# -- the evaluator ------------------------------------------------------------------------------------------------
-
-
-def _node(doc: str | None, start: int | None, end: int | None, node_id: str) -> TextNode:
-    node = TextNode(id_=node_id, text="x", start_char_idx=start, end_char_idx=end)
-    if doc is not None:
-        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc)
-    return node
-
-
-class _ListRetriever(BaseRetriever):
-    """Returns a fixed ranking per query string (records the query bundles it sees)."""
-
-    def __init__(self, rankings: dict[str, list[TextNode]]):
-        super().__init__()
-        self.rankings = rankings
-        self.bundles: list[QueryBundle] = []
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        self.bundles.append(query_bundle)
-        return [NodeWithScore(node=n, score=1.0) for n in self.rankings[query_bundle.query_str]]
-
-
-def _queries():
-    return [
-        BenchmarkQuery("q1", "first", (S(A, 0, 100),), "x"),
-        BenchmarkQuery("q2", "second", (S(B, 0, 100),), "y"),
-        BenchmarkQuery("q3", "third", (S(A, 0, 100),), "y"),
-    ]
-
-
-def _retriever():
-    return _ListRetriever(
-        {
-            "first": [_node(A, 0, 100, "n1"), _node(B, 0, 100, "n2")],
-            "second": [_node(A, 0, 100, "n1"), _node(B, 50, 150, "n3")],
-            "third": [],
-        }
-    )
-
-
-def test_evaluator_records_and_aggregates():
-    evaluator = RetrievalQualityEvaluator(retriever=_retriever(), ks=[2, 1])
-    result = evaluator.evaluate_dataset(_queries(), query_embeddings={"q1": [0.1, 0.2]})
-    assert evaluator.ks == [1, 2]
-    by_id = {r.query_id: r for r in result.records}
-    assert [r.query_id for r in result.records] == ["q1", "q2", "q3"]
-    # q1 k=2: A[0,100) + B[0,100): P = 100/200, R = 1, DRM = 1/2
-    s = by_id["q1"].scores[2]  # type: ignore[index]
-    assert (s.precision, s.recall, s.drm) == (0.5, 1.0, 0.5)
-    # q2 k=2: gold B[0,100), retrieved A[0,100) + B[50,150): overlap 50 -> P 50/200, R 0.5, DRM 1/2
-    s = by_id["q2"].scores[2]  # type: ignore[index]
-    assert (s.precision, s.recall, s.drm) == (0.25, 0.5, 0.5)
-    # q3: nothing retrieved -> DRM None
-    assert by_id["q3"].scores[2].drm is None  # type: ignore[index]
-    agg = result.aggregates
-    assert agg["datasets"]["y"][2]["precision"] == pytest.approx(0.125)  # (0.25 + 0) / 2
-    assert agg["datasets"]["y"][2]["drm"] == 0.5 and agg["datasets"]["y"][2]["drm_undefined"] == 1
-    assert result.overall("recall", 2) == pytest.approx((1.0 + 0.25) / 2)
-    assert by_id["q1"].as_dict()["scores"]["2"]["drm"] == 0.5
-
-
-def test_evaluator_async_equals_sync_and_passes_query_embedding():
-    import asyncio
-
-    retriever = _retriever()
-    evaluator = RetrievalQualityEvaluator(retriever=retriever, ks=[1, 2])
-    sync = evaluator.evaluate_dataset(_queries(), {"q1": [0.5, 0.5]})
-    asyn = asyncio.run(evaluator.aevaluate_dataset(_queries(), {"q1": [0.5, 0.5]}))
-    assert [r.as_dict() | {"seconds": 0} for r in sync.records] == [
-        r.as_dict() | {"seconds": 0} for r in asyn.records
-    ]
-    assert sync.aggregates == asyn.aggregates
-    first = [b for b in retriever.bundles if b.query_str == "first"]
-    assert first and all(b.embedding == [0.5, 0.5] for b in first)
-    assert evaluator.evaluate(_queries()[0]).scores[1].precision == 1.0  # type: ignore[index]
-
-
-def test_node_without_document_id_or_offsets_names_what_is_missing():
-    with pytest.raises(NodeLocationError, match="n9.*document id"):
-        locate_node(_node(None, 0, 10, "n9"))
-    with pytest.raises(NodeLocationError, match="n8.*start_char_idx"):
-        locate_node(_node(A, None, None, "n8"))
-    node = _node(None, 0, 10, "n7")
-    node.metadata["file_path"] = "a.txt"
-    assert locate_node(node, doc_id_metadata_key="file_path") == S(A, 0, 10)
-    evaluator = RetrievalQualityEvaluator(retriever=_ListRetriever({"first": [_node(None, 0, 1, "nx")]}), ks=[1])
-    with pytest.raises(NodeLocationError, match="nx"):
-        evaluator.evaluate(_queries()[0])
-
-
-# -- LlamaIndex RetrieverEvaluator adapters --------------------------------------------------------------------------
-
-
-def test_gold_span_ids_round_trip():
-    span = S("cuad/x#1.txt", 5, 17)
-    assert parse_gold_span_id(gold_span_id(span)) == span
-    with pytest.raises(ValueError, match="gold span id"):
-        parse_gold_span_id("cuad/x.txt")
-
-
-def test_adapters_in_llamaindex_retriever_evaluator():
-    nodes = [_node(A, 0, 100, "n1"), _node(B, 0, 100, "n2")]
-    locations = node_locations(nodes)
-    retriever = _ListRetriever({"first": nodes, "third": []})
-    evaluator = RetrieverEvaluator(
-        metrics=[
-            SpanPrecisionMetric(node_locations=locations),
-            SpanRecallMetric(node_locations=locations),
-            DRMMetric(node_locations=locations),
-            DRMMetric(node_locations=locations, k=1),
-        ],
-        retriever=retriever,
-    )
-    result = evaluator.evaluate("first", expected_ids=[gold_span_id(S(A, 0, 100))])
-    values = result.metric_vals_dict
-    assert values["span_precision"] == 0.5 and values["span_recall"] == 1.0
-    # two DRM metrics share a name: the k=1 one (computed last) wins the dict slot -> 0.0; check both directly
-    drm_all = DRMMetric(node_locations=locations).compute(expected_ids=[gold_span_id(S(A, 0, 100))],
-                                                          retrieved_ids=["n1", "n2"])
-    assert drm_all.score == 0.5 and drm_all.metadata["defined"] is True
-    assert values["drm"] == 0.0
-    # nothing retrieved: no exception (LlamaIndex's own metrics raise here, run-llama/llama_index#13926)
-    empty = evaluator.evaluate("third", expected_ids=[gold_span_id(S(A, 0, 100))]).metric_dict
-    assert empty["span_precision"].score == 0.0 and empty["span_recall"].score == 0.0
-    assert math.isnan(empty["drm"].score) and empty["drm"].metadata["defined"] is False
-    # no gold: ineligible, NaN with defined=False
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        none = SpanRecallMetric(node_locations=locations).compute(expected_ids=[], retrieved_ids=["n1"])
-    assert math.isnan(none.score) and none.metadata["defined"] is False
-
-
-def test_adapter_unknown_node_id_is_a_clear_error():
-    metric = SpanPrecisionMetric(node_locations={})
-    with pytest.raises(NodeLocationError, match="node_locations"):
-        metric.compute(expected_ids=[gold_span_id(S(A, 0, 1))], retrieved_ids=["zz"])
-
-
 # -- hostile input: one clear error naming the argument, never a silent value --------------------------
 
 _SPAN_FUNCTIONS = {
@@ -526,35 +373,3 @@ def test_aggregate_names_the_bad_record_or_argument():
     with pytest.raises(TypeError, match="records must be an iterable of mappings"):
         aggregate({"dataset": "d", "scores": scores}, ks=[1])  # type: ignore[dict-item]
     assert aggregate([{"dataset": "d", "scores": scores}], ks=[1])["overall"][1]["precision"] == 0.5
-
-
-@pytest.mark.parametrize("metric_cls", [SpanPrecisionMetric, SpanRecallMetric, DRMMetric])
-def test_adapters_refuse_reversed_gold_span_ids(metric_cls):
-    """``"d1#9-2"`` used to parse as a zero-length gold span: NaN, "ineligible", without a word."""
-    metric = metric_cls(node_locations=node_locations([_node(A, 0, 100, "n1")]))
-    with pytest.raises(ValueError, match=r"expected id 'a.txt#9-2' is a reversed gold span id: start 9 > end 2"):
-        metric.compute(expected_ids=[f"{A}#9-2"], retrieved_ids=["n1"])
-    with pytest.raises(TypeError, match="expected_ids must be a list of ids, got str"):
-        metric.compute(expected_ids=f"{A}#0-5", retrieved_ids=["n1"])
-    with pytest.raises(TypeError, match="retrieved_ids must be a list of ids, got str 'n1'"):
-        metric.compute(expected_ids=[f"{A}#0-5"], retrieved_ids="n1")
-    with pytest.raises(TypeError, match="retrieved_ids must hold string ids, got 7"):
-        metric.compute(expected_ids=[f"{A}#0-5"], retrieved_ids=[7])
-
-
-def test_adapter_fields_and_gold_span_id_are_checked():
-    with pytest.raises(ValueError, match=r"node_locations\['n1'\] span \('a.txt', 9, 2\): must satisfy"):
-        DRMMetric(node_locations={"n1": (A, 9, 2)})  # type: ignore[dict-item]
-    with pytest.raises(ValueError, match=r"node_locations\['n1'\] must be a \(doc_id, start, end\) triple"):
-        DRMMetric(node_locations={"n1": (A, 9)})  # type: ignore[dict-item]
-    with pytest.raises(ValueError, match="k must be an int or None, got the bool True"):
-        DRMMetric(node_locations={}, k=True)
-    with pytest.raises(TypeError, match=r"span must be a \(doc_id, start, end\) triple, got \('a.txt', 5\)"):
-        gold_span_id((A, 5))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="must satisfy 0 <= start <= end"):
-        gold_span_id((A, 5, 2))
-    with pytest.raises(TypeError, match="must be a string"):
-        parse_gold_span_id(5)  # type: ignore[arg-type]
-    for bad in ({"ks": [True]}, {"ks": "1"}, {"workers": True}):
-        with pytest.raises(ValueError):  # pydantic ValidationError naming the field
-            RetrievalQualityEvaluator(retriever=_retriever(), **bad)
