@@ -11,11 +11,20 @@ document ...?", "Does the agreement ..., in the Non-Disclosure Agreement between
    carries; with the distinctive parts of hyphenated words, ``AGProjects-NDA`` gives ``agprojects``). A word names
    documents only when at most ``max_documents`` documents of the index have it (``CEII`` does, ``NDA`` and
    ``privacy`` do not).
+   **Name phrases.** A party or product named by common words ("General Electric Capital", "Florida Chemical
+   Company", "Information System Associates") has no distinctive word, and its words name many documents or the
+   wrong one. Two adjacent capitalised words of a document's summary (its title and parties: blanks only between
+   them, no stop word; not both document-type words or legal suffixes) and two adjacent words of its file name form
+   a name phrase, looked up as one unit (``"florida_chemical"``), which names the document when at most
+   ``max_documents`` documents have it, however common its words.
 2. **The question's names.** The words the question writes as names (an upper-case first letter or a digit; every
    word when the question capitalises none: "what does the acme nda say"), stop words out unless written as a name
-   inside the sentence (``Keep's privacy policy``). A document's score is the sum, over the distinct question words
-   that name it, of ``1 / (documents named by the word)``; the located documents are those scoring at least
-   ``min_share`` of the best, best first.
+   inside the sentence (``Keep's privacy policy``); two of them adjacent (blanks only between them) are also looked
+   up as a name phrase. A document's score is the sum, over the distinct question words and phrases that name it,
+   of ``weight / (documents named by the word)`` (a name of its text weighs 1, a file-name word or a name phrase
+   2); a word inside a matched name phrase counts only through the phrase (the longer name outweighs its words:
+   "Information System Associates" names the document whose title has it, not the one whose file name says
+   "System"). The located documents are those scoring at least ``min_share`` of the best, best first.
 3. **The asked text.** Each name the question uses is widened to the phrase that names the document: the adjacent
    capitalised words, document-type words ("merger agreement", "NDA", "privacy policy"), the words that join them
    ("between", "and", "of", "'s", quotes, commas) and a leading preposition ("in", "under", "consider", "of" ...).
@@ -23,7 +32,7 @@ document ...?", "Does the agreement ..., in the Non-Disclosure Agreement between
    ("Does the CEII NDA allow ...") leaves "it".
 
 A question that names no document locates none (and a ranking reads it as plain retrieval). One linear pass over the
-question (one bounded regular expression); the names are looked up in dictionaries.
+question (one bounded regular expression); the names and name phrases are looked up in dictionaries.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from llama_index_sac.constants import (
 )
 from llama_index_sac.retrievers.document_names import (
     PAIR_SEPARATOR,
+    pair_token,
     with_word_parts,
     word_tokens,
 )
@@ -51,6 +61,10 @@ __all__ = ["DEFAULT_LOCATOR_MAX_DOCUMENTS", "DEFAULT_LOCATOR_MIN_SHARE", "Docume
 # weight of a word of a document's file name (a name of its text weighs 1), and of one that is a stop word ("Keep")
 _FILE_NAME_WEIGHT = 2.0
 _STOP_FILE_NAME_WEIGHT = 0.5
+# weight of a name phrase (two adjacent capitalised words of a document's title or parties, or of its file name)
+_PHRASE_WEIGHT = 2.0
+# the most blanks between the two words of a name phrase in a question
+_MAX_PHRASE_GAP = 3
 # word runs with their offsets (hyphens inside words kept, an apostrophe ends a word); each character read once
 _RUN_RE = re.compile(r"(?<![\w\-])[^\W_][\w\-]*")
 # the words that join the parts of a document's name, and those that open a phrase naming a document
@@ -58,6 +72,8 @@ _GLUE = frozenset({"the", "between", "and", "of", "to", "for", "s", "a", "an", "
 _OPENERS = frozenset({"in", "under", "consider", "regarding", "re", "per", "within", "from", "for", "of", "about",
                       "on", "according", "by", "with", "into"})
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "our", "their", "its", "my", "your"})
+# words that end a name phrase (a name is not "Bank Of" or "Under Acme")
+_FUNCTION_WORDS = _GLUE | _OPENERS | _DETERMINERS
 #: Lower-case legal suffixes of party names ("Inc.", "LLC"...): part of a phrase that names a document.
 LEGAL_SUFFIXES = frozenset({"inc", "incorporated", "llc", "ltd", "limited", "corp", "corporation", "co", "plc",
                             "lp", "llp", "gmbh", "ag", "sa", "nv", "bv", "pty", "se", "company"})
@@ -159,11 +175,27 @@ class DocumentLocator:
                     holders.setdefault(word, {})[doc_id] = max(weight, holders.get(word, {}).get(doc_id, 0.0))
         # only the words few documents hold name documents
         self._holders = {w: d for w, d in holders.items() if len(d) <= max_documents}
+        phrases: dict[str, set[str]] = {}
+        for doc_id in dict.fromkeys([*names, *summaries]):
+            summary = summaries.get(doc_id)
+            pairs = _capitalised_pairs(summary) if isinstance(summary, str) else []
+            words = file_name_words(doc_id)
+            pairs += zip(words, words[1:])
+            for a, b in pairs:
+                if _phrase_word(a) and _phrase_word(b) and not (_generic(a) and _generic(b)):
+                    phrases.setdefault(pair_token(a, b), set()).add(doc_id)  # not "Supply Agreement", "Inc"
+        # only the phrases few documents hold name documents, however common their words
+        self._phrases = {p: dict.fromkeys(d, _PHRASE_WEIGHT) for p, d in phrases.items() if len(d) <= max_documents}
 
     def documents_of(self, word: str) -> dict[str, float]:
         """The documents a lower-case word names, each with its weight (1; 2 when the word is in the document's file
         name); empty when it names none or too many."""
         return self._holders.get(word, {})
+
+    def documents_of_phrase(self, first: str, second: str) -> dict[str, float]:
+        """The documents the name phrase of two lower-case words names (``("florida", "chemical")``), each with its
+        weight; empty when it names none or too many."""
+        return self._phrases.get(pair_token(first, second), {})
 
     def _distinctive(self, word: str) -> bool:
         return self._table.df(word) < self._limit and word not in self._stop
@@ -178,6 +210,18 @@ class DocumentLocator:
         runs = _runs(query)
         written = [cap and not (word in self._stop and _sentence_start(query, start)) for start, _, word, cap in runs]
         lowercase = not any(written)  # "what does the acme nda say": its distinctive words may name documents
+        # the name phrases: two adjacent words written as names, looked up as one unit (module docstring)
+        # at the start of each run of them: a name is told apart by its first words ("Juniper Capital Partners
+        # LP" is "Juniper Capital", not "Capital Partners")
+        name_word = [written[i] and _phrase_word(word) for i, (_, _, word, _) in enumerate(runs)]
+        joined = [i > 0 and _adjacent(query, runs[i - 1][1], runs[i][0]) for i in range(len(runs))]
+        phrase_at: dict[int, dict[str, float]] = {}
+        for i in range(len(runs) - 1):
+            if name_word[i] and name_word[i + 1] and joined[i + 1] and not (i > 0 and name_word[i - 1] and joined[i]):
+                found = self.documents_of_phrase(runs[i][2], runs[i + 1][2])
+                if found:
+                    phrase_at[i] = found
+        in_phrase = set(phrase_at) | {i + 1 for i in phrase_at}
         score: dict[str, float] = {}
         counted: set[str] = set()
         spans: list[tuple[int, int]] = []
@@ -185,22 +229,26 @@ class DocumentLocator:
         for i, (_, _, word, _) in enumerate(runs):
             if not (written[i] or (lowercase and self._distinctive(word))):
                 continue
-            found = self._word_documents(word)
-            if not found and i + 1 < len(runs) and written[i] and written[i + 1]:  # a two-word name
-                found = self.documents_of(f"{word}{PAIR_SEPARATOR}{runs[i + 1][2]}")
+            if i in in_phrase:  # a word of a matched name phrase counts only through the phrase
+                found = phrase_at.get(i, {})
+                key = pair_token(word, runs[i + 1][2]) if found else word
+            else:
+                found, key = self._word_documents(word), word
+                if not found and i + 1 < len(runs) and written[i] and written[i + 1]:  # a two-word name
+                    found = self.documents_of(f"{word}{PAIR_SEPARATOR}{runs[i + 1][2]}")
             if not found:
                 continue
             if i <= covered:  # inside the phrase of an earlier name: its phrase, read once (linear)
                 evidence = last_evidence
             else:
                 _, right, start, end, evidence = _phrase(query, runs, i, self._holders)
-            if not evidence and max(found.values()) < _FILE_NAME_WEIGHT:
-                continue  # a rare capitalised word that is not a document's name here ("the No-Shop Clause")
+            if not evidence and (i in in_phrase or max(found.values()) < _FILE_NAME_WEIGHT):
+                continue  # a rare capitalised word (or name phrase) that is not a document's name here
             if i > covered:
                 spans.append((start, end))
                 covered, last_evidence = right, evidence
-            if word not in counted:
-                counted.add(word)
+            if key not in counted:
+                counted.add(key)
                 for doc_id, weight in found.items():
                     score[doc_id] = score.get(doc_id, 0.0) + weight / len(found)
         if not score:
@@ -232,6 +280,29 @@ def _runs(query: str) -> list[tuple[int, int, str, bool]]:
             start = match.start() + match.group().index(text)
             runs.append((start, start + len(text), text.lower(), text[0].isupper() or text[0].isdigit()))
     return runs
+
+
+def _phrase_word(word: str) -> bool:
+    """Whether a lower-case word can be part of a name phrase: a letter in it, not a function word ("the", "of",
+    "and", "under"...; a capitalised stop word that is a content word, "System", "Fire", is)."""
+    return word not in _FUNCTION_WORDS and any(c.isalpha() for c in word)
+
+
+def _capitalised_pairs(text: str) -> list[tuple[str, str]]:
+    """The two adjacent capitalised words (blanks only between them) of ``text``, lower-cased, in order (one pass)."""
+    runs = _runs(text)
+    return [(a[2], b[2]) for a, b in zip(runs, runs[1:]) if a[3] and b[3] and _adjacent(text, a[1], b[0])]
+
+
+def _generic(word: str) -> bool:
+    """Whether a word of a name phrase says only what kind of document or party it is ("Supply", "Agreement",
+    "Inc"): a phrase of two such words names no one."""
+    return word in DOCUMENT_TYPE_WORDS or word in LEGAL_SUFFIXES
+
+
+def _adjacent(query: str, end: int, start: int) -> bool:
+    """Whether only one to three blanks (spaces or tabs) lie between two words: the words of one name phrase."""
+    return 0 < start - end <= _MAX_PHRASE_GAP and query[end:start].strip(" \t") == ""
 
 
 def _sentence_start(text: str, start: int) -> bool:

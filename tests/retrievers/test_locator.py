@@ -146,3 +146,77 @@ def test_the_prior_reads_the_naming_phrase_and_a_question_naming_no_document_has
     whole = DocumentIndex(SUMMARIES, NAMES, locator_only=False)
     generic = "Does the Non-Disclosure Agreement allow copies?"
     assert np.count_nonzero(whole.prior(generic)) > 0 and not index.prior(generic).any()
+
+
+# name phrases: parties named by common words (each word in more than max_documents documents)
+COMMON = {f"other/{i}.txt": {"florida": 1, "chemical": 1, "information": 1, "capital": 1, "partners": 1}
+          for i in range(4)}
+PHRASE_SUMMARIES = {
+    "cuad/FLOTEK-SUPPLY AGREEMENT.txt": "FLOTEK SUPPLY AGREEMENT. Supply Agreement between Florida Chemical Company, "
+                                        "LLC and Flotek Chemistry, LLC.",
+    "cuad/DUOS-STRATEGIC ALLIANCE AGREEMENT.txt": "DUOS. Strategic Alliance Agreement between Information System "
+                                                  "Associates, Inc.",
+    "maud/Bank of Commerce Holdings_Columbia Banking System, Inc..txt": "Agreement and Plan of Merger between "
+                                                                        "Columbia Banking System, Inc. and Bank of "
+                                                                        "Commerce",
+    "nda/juniper.txt": "Non-Disclosure Agreement between Copperleaf Biotech LLC and Juniper Capital Partners LP.",
+    "nda/acme.txt": "Mutual Non-Disclosure Agreement between Emberton Analytics Inc. and Acme Capital Partners LP.",
+    "nda/larkspur.txt": "Mutual Non-Disclosure Agreement between Larkspur Energy and Everly Capital Partners LP.",
+}
+PHRASES = DocumentLocator({**COMMON, **{d: {} for d in PHRASE_SUMMARIES}}, PHRASE_SUMMARIES)
+FLOTEK, DUOS, COLUMBIA, JUNIPER, _, _ = PHRASE_SUMMARIES
+
+
+def test_a_name_of_common_words_is_located_as_a_phrase():
+    """"Florida" and "Chemical" are each in more than max_documents documents: alone they name none; as the name
+    phrase of one document's parties they name it."""
+    assert PHRASES.documents_of("florida") == {} and PHRASES.documents_of_phrase("florida", "chemical") == {FLOTEK: 2.0}
+    found = PHRASES.locate("Under Florida Chemical Company's supply agreement, what is the governing law?")
+    assert found.documents == (FLOTEK,) and found.question == "what is the governing law?"
+    assert PHRASES.locate("What is the governing law, in the agreement of Florida Chemical?").documents == (FLOTEK,)
+    # the phrase must read as a document's name, as a single name must ("the Florida Chemical clause" does not)
+    assert PHRASES.locate("Where is the Florida Chemical clause").documents == ()
+    assert PHRASES.locate("Does florida chemical law apply?").documents == ()  # not written as a name
+
+
+def test_a_longer_name_outweighs_its_words():
+    """"System" names the document whose file name holds it (a stop word there: weight 0.5), yet "Information
+    System Associates" is the name phrase of another's parties: the phrase counts, its words do not on their own."""
+    assert PHRASES.documents_of("system") == {COLUMBIA: 0.5}
+    assert PHRASES.locate("Under Columbia Banking System's merger agreement, may it?").documents == (COLUMBIA,)
+    found = PHRASES.locate("Under Information System Associates' alliance agreement, is there a cap on liability?")
+    assert found.documents == (DUOS,) and found.question == "is there a cap on liability?"
+
+
+def test_a_name_phrase_is_read_from_the_start_of_the_name():
+    """"Capital Partners" is in three documents' parties, but "Juniper Capital Partners LP" is told apart by its first
+    words: only the phrase at the start of a run of names is looked up."""
+    assert len(PHRASES.documents_of_phrase("capital", "partners")) == 3  # at most max_documents=3: a name phrase
+    assert len(PHRASES.locate("Under the Capital Partners NDA, may I keep copies?").documents) == 3
+    query = "Under the NDA between Copperleaf Biotech LLC and Juniper Capital Partners LP, may I keep copies?"
+    assert PHRASES.locate(query).documents == (JUNIPER,)
+
+
+def test_name_phrases_keep_the_locator_linear():
+    """A 10,000-word question of capitalised words: one phrase look-up at most per word, spans in order and
+    disjoint."""
+    calls = 0
+
+    class Counting(DocumentLocator):
+        def documents_of_phrase(self, first: str, second: str) -> dict[str, float]:
+            nonlocal calls
+            calls += 1
+            return super().documents_of_phrase(first, second)
+
+    counting = Counting({**COMMON, **{d: {} for d in PHRASE_SUMMARIES}}, PHRASE_SUMMARIES)
+    cases = [(" ".join(["Florida Chemical Company's NDA and"] * 2000), 10_000, (FLOTEK,)),
+             # one run of 10,000 names: one phrase at its start ("florida_information": none); "System" names the
+             # document of its file name
+             ("Under " + " ".join(["Florida", "Information", "Capital", "System"] * 2500) + " NDA?", 10_002,
+              (COLUMBIA,)),
+             (" ".join(["Under Florida Chemical's NDA"] * 2500), 10_000, (FLOTEK,))]
+    for query, words, documents in cases:
+        calls = 0
+        found = counting.locate(query)
+        assert calls <= words and found.documents == documents
+        assert all(a[1] <= b[0] for a, b in zip(found.spans, found.spans[1:]))
