@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_LOCATOR_MAX_DOCUMENTS",
     "DEFAULT_LOCATOR_MIN_SHARE",
     "DEFAULT_LOCATOR_ONLY",
+    "DEFAULT_LOCATED_PRIOR",
     "DEFAULT_MAX_CHUNK_SIZE",
     "DEFAULT_MAX_DOCUMENT_FREQUENCY",
     "DEFAULT_MIN_CHUNK_SIZE",
@@ -65,6 +66,8 @@ DEFAULT_NAME_PAIRS = False
 DEFAULT_PRIOR_MARGIN = 0.0
 DEFAULT_REQUIRE_NAME_MATCH = False
 DEFAULT_LOCATOR_ONLY = True
+#: Whether the prior is kept to the documents the locator names (0 elsewhere).
+DEFAULT_LOCATED_PRIOR = False
 DEFAULT_WORD_PARTS = True
 DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
 #: The document locator (``retrievers/locator.py``): a word names documents when at most this many documents hold

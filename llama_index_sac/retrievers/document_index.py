@@ -21,7 +21,9 @@ document has no prior at all. The question's own words ("Confidential Informatio
 NDA and would lift the summaries most like them. **A hyphenated word also gives its distinctive parts** (``word_parts``,
 :func:`~llama_index_sac.retrievers.document_names.with_word_parts`) on both sides of the summary match, so a summary
 that names ``AGProjects-NDA.txt`` matches a query about "AGProjects"; the name match reads the query's name tokens as
-written ("AGProjects-NDA" in a query matches only through the summaries).
+written ("AGProjects-NDA" in a query matches only through the summaries). With ``located_prior`` the prior is kept to
+the documents the locator names (0 for every other document, divided by its maximum over them; 1 each when their
+match is 0): the documents whose summaries merely share the phrase's common words ("merger agreement") get none.
 
 :class:`~llama_index_sac.retrievers.document_aware.DocumentAwareRetriever` and
 :class:`~llama_index_sac.retrievers.postprocessor.DocumentAwarePostprocessor` fuse it with the chunk scores.
@@ -336,7 +338,8 @@ class DocumentIndex:
     def prior(self, query: str) -> np.ndarray:
         """The document prior of ``query`` for every document (in ``doc_ids`` order), shape ``(len(self),)``, in
         [0, 1] (class docstring). With ``locator_only``, only the phrases that name documents are read, wherever
-        they are in the query (:meth:`locate`), and a query that names no document has no prior (all 0).
+        they are in the query (:meth:`locate`), and a query that names no document has no prior (all 0); with
+        ``located_prior`` too, only the documents it names have one.
 
         Raises:
             TypeError: ``query`` is not a str."""
@@ -347,7 +350,13 @@ class DocumentIndex:
         located = self.locate(query)
         if not located:
             return np.zeros(len(self.doc_ids), dtype=np.float64)
-        return self._prior(" ".join(query[start:end] for start, end in located.spans))
+        prior = self._prior(" ".join(query[start:end] for start, end in located.spans))
+        if self.options.located_prior:  # kept to the documents the question names, the best of them 1
+            named = np.isin(np.asarray(self.doc_ids, dtype=object), list(located.documents))
+            prior = np.where(named, prior, 0.0)
+            top = float(prior.max())
+            prior = prior / top if top > 0 else named.astype(np.float64)
+        return prior
 
     def _prior(self, query: str) -> np.ndarray:
         """The prior of ``query`` read whole."""

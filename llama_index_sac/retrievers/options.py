@@ -17,6 +17,7 @@ from llama_index_sac.constants import (
     DEFAULT_CANDIDATE_TOP_K,
     DEFAULT_LEXICAL_SCOPE,
     DEFAULT_LEXICAL_WEIGHT,
+    DEFAULT_LOCATED_PRIOR,
     DEFAULT_LOCATOR_ONLY,
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
     DEFAULT_NAME_PAIRS,
@@ -56,6 +57,9 @@ class DocumentPriorOptions(BaseModel):
     locator_only: bool = Field(default=DEFAULT_LOCATOR_ONLY,
                                description="The prior reads only the phrases of the query that name documents, "
                                            "wherever they are ('..., under Acme's NDA?'); none named: no prior.")
+    located_prior: bool = Field(default=DEFAULT_LOCATED_PRIOR,
+                                description="With locator_only, the prior is 0 outside the documents the question "
+                                            "names (the locator's), divided by its maximum over them.")
     word_parts: bool = Field(default=DEFAULT_WORD_PARTS,
                              description="A hyphenated word also gives its distinctive parts in the summary match.")
     max_document_frequency: float = Field(default=DEFAULT_MAX_DOCUMENT_FREQUENCY, gt=0.0, le=1.0,

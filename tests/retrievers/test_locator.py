@@ -220,3 +220,16 @@ def test_name_phrases_keep_the_locator_linear():
         found = counting.locate(query)
         assert calls <= words and found.documents == documents
         assert all(a[1] <= b[0] for a, b in zip(found.spans, found.spans[1:]))
+
+
+def test_the_located_prior_is_kept_to_the_documents_the_question_names():
+    """The phrase "Under Osprey's NDA" shares "NDA" with every NDA summary; with located_prior only Osprey's has a
+    prior (1.0), without it the others keep their share of the match."""
+    query = "Under Osprey's Non-Disclosure Agreement, may I keep copies?"
+    shared = DocumentIndex(SUMMARIES, NAMES).prior_of(query)
+    assert shared[OSPREY] == 1.0 and set(shared) > {OSPREY}
+    assert DocumentIndex(SUMMARIES, NAMES, located_prior=True).prior_of(query) == {OSPREY: 1.0}
+    # a question naming no document: no prior either way; two documents named: both keep theirs
+    assert not DocumentIndex(SUMMARIES, NAMES, located_prior=True).prior("May I keep copies?").any()
+    two = DocumentIndex(SUMMARIES, NAMES, located_prior=True).prior_of("Do the Acme NDA and the Kestrel MSA differ?")
+    assert set(two) == {ACME, KESTREL} and max(two.values()) == 1.0
