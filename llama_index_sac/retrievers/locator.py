@@ -242,7 +242,7 @@ class DocumentLocator:
                 evidence = last_evidence
             else:
                 _, right, start, end, evidence = _phrase(query, runs, i, self._holders)
-            if not evidence and (i in in_phrase or max(found.values()) < _FILE_NAME_WEIGHT):
+            if not evidence and not self._named_without_more(found, word if key == word else (word, runs[i + 1][2])):
                 continue  # a rare capitalised word (or name phrase) that is not a document's name here
             if i > covered:
                 spans.append((start, end))
@@ -257,6 +257,13 @@ class DocumentLocator:
         documents = tuple(sorted((d for d, s in score.items() if s >= self.min_share * best - 1e-12),
                                  key=lambda d: (-score[d], d)))
         return Located(documents, _without(query, spans), tuple(spans))
+
+    def _named_without_more(self, found: dict[str, float], words: str | tuple[str, str]) -> bool:
+        """Whether a word (a str) names its documents ``found`` outside a phrase that reads as a document's name: a
+        word of their file names does. A name phrase (two words) does when one of its words does."""
+        if isinstance(words, str):
+            return max(found.values()) >= _FILE_NAME_WEIGHT
+        return any(self._word_documents(w).get(d, 0.0) >= _FILE_NAME_WEIGHT for w in words for d in found)
 
     def _word_documents(self, word: str) -> dict[str, float]:
         """The documents a word names, or (a hyphenated word naming none) those of its distinctive parts."""

@@ -177,6 +177,8 @@ def test_a_name_of_common_words_is_located_as_a_phrase():
     # the phrase must read as a document's name, as a single name must ("the Florida Chemical clause" does not)
     assert PHRASES.locate("Where is the Florida Chemical clause").documents == ()
     assert PHRASES.locate("Does florida chemical law apply?").documents == ()  # not written as a name
+    # a name phrase holding a word of the document's file name names it without more, as that word does
+    assert LOCATOR.locate("Osprey Robotics Confidential Information secret").documents == (OSPREY,)
 
 
 def test_a_longer_name_outweighs_its_words():
