@@ -14,17 +14,20 @@ document ...?", "Does the agreement ..., in the Non-Disclosure Agreement between
    **Name phrases.** A party or product named by common words ("General Electric Capital", "Florida Chemical
    Company", "Information System Associates") has no distinctive word, and its words name many documents or the
    wrong one. Two adjacent capitalised words of a document's summary (its title and parties: blanks only between
-   them, no stop word; not both document-type words or legal suffixes) and two adjacent words of its file name form
-   a name phrase, looked up as one unit (``"florida_chemical"``), which names the document when at most
-   ``max_documents`` documents have it, however common its words.
+   them, no function word such as "of", "the", "under"; not both document-type words or legal suffixes) and two
+   adjacent words of its file name form a name phrase, looked up as one unit (``"florida_chemical"``), which names
+   the document when at most ``max_documents`` documents have it, however common its words.
 2. **The question's names.** The words the question writes as names (an upper-case first letter or a digit; every
    word when the question capitalises none: "what does the acme nda say"), stop words out unless written as a name
-   inside the sentence (``Keep's privacy policy``); two of them adjacent (blanks only between them) are also looked
-   up as a name phrase. A document's score is the sum, over the distinct question words and phrases that name it,
-   of ``weight / (documents named by the word)`` (a name of its text weighs 1, a file-name word or a name phrase
-   2); a word inside a matched name phrase counts only through the phrase (the longer name outweighs its words:
-   "Information System Associates" names the document whose title has it, not the one whose file name says
-   "System"). The located documents are those scoring at least ``min_share`` of the best, best first.
+   inside the sentence (``Keep's privacy policy``); the first two words of a run of such words (blanks only between
+   them) are also looked up as a name phrase (a name is told apart by its first words: "Juniper Capital Partners LP"
+   is "Juniper Capital", not "Capital Partners"). A phrase, as a name, counts only inside a phrase that reads as a
+   document's name (point 3), unless one of its words is a file-name word of the document. A document's score is the
+   sum, over the distinct question words and phrases that name it, of ``weight / (documents named by the word)`` (a
+   name of its text weighs 1, a file-name word or a name phrase 2); a word inside a matched name phrase counts only
+   through the phrase (the longer name outweighs its words: "Information System Associates" names the document whose
+   title has it, not the one whose file name says "System"). The located documents are those scoring at least
+   ``min_share`` of the best, best first.
 3. **The asked text.** Each name the question uses is widened to the phrase that names the document: the adjacent
    capitalised words, document-type words ("merger agreement", "NDA", "privacy policy"), the words that join them
    ("between", "and", "of", "'s", quotes, commas) and a leading preposition ("in", "under", "consider", "of" ...).
