@@ -35,16 +35,24 @@ __all__ = [
     "DEFAULT_SCORE_SCALE",
     "DEFAULT_SEMANTIC_BATCH_SIZE",
     "DEFAULT_SENTENCE_BACKEND",
+    "DEFAULT_SEPARATOR_HIERARCHY",
     "DEFAULT_SIMILARITY_TOP_K",
     "DEFAULT_SUMMARY_CHARS",
     "DEFAULT_WORD_PARTS",
     "LexicalScope",
     "ScoreScale",
+    "SeparatorHierarchy",
 ]
 
 #: Recursive and hybrid parsers: maximum chunk length and overlap (the SAC paper's and LegalBench-RAG's setting).
 DEFAULT_CHUNK_SIZE = 500
 DEFAULT_CHUNK_OVERLAP = 0
+
+#: The recursive parser's separator hierarchy by name, for settings and command lines (the lists are
+#: :data:`~llama_index_sac.node_parser.recursive.SEPARATOR_HIERARCHIES`): ``"sentences"`` paragraphs, lines, sentence
+#: ends (``". "``), words, characters; ``"words"`` the same without sentence ends (LangChain's hierarchy).
+SeparatorHierarchy = Literal["sentences", "words"]
+DEFAULT_SEPARATOR_HIERARCHY: SeparatorHierarchy = "sentences"
 
 #: Semantic parser (and the hybrid parser's section finder).
 DEFAULT_SENTENCE_BACKEND: Literal["nupunkt"] = "nupunkt"

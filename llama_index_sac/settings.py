@@ -5,10 +5,10 @@ subset of the component's own pydantic fields, copied field by field with :func:
 bounds and description come from the component: ``RecursiveCharacterNodeParser.chunk_size`` is the one place the
 chunk size is declared, its default being :data:`~llama_index_sac.constants.DEFAULT_CHUNK_SIZE`), plus the few
 fields that choose how the component is built (:attr:`ComponentSettings.builder_fields`: an LLM's ``model`` and
-``api_base``). After the field checks, every settings object is validated by the component itself
-(:meth:`ComponentSettings.check` instantiates it with placeholder models, ``MockEmbedding``/``MockLLM``: nothing is
-loaded), so the component's cross-field rules (``chunk_overlap < chunk_size``, prompt variables...) apply once, in
-the component.
+``api_base``, the recursive parser's separator hierarchy by name). After the field checks, every settings object is
+validated by the component itself (:meth:`ComponentSettings.check` instantiates it with placeholder models,
+``MockEmbedding``/``MockLLM``: nothing is loaded), so the component's cross-field rules (``chunk_overlap <
+chunk_size``, prompt variables...) apply once, in the component.
 
 * :data:`ParserSettings`: ``recursive``, ``semantic``, ``hybrid`` -> :func:`build_parser`;
 * :data:`SummarizerSettings`: ``extractive``, ``llm`` -> :func:`build_summarizer`;
@@ -39,11 +39,12 @@ from llama_index.core.bridge.pydantic import (
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
-from llama_index_sac.constants import DEFAULT_FOCUS_DOCUMENTS
+from llama_index_sac.constants import DEFAULT_FOCUS_DOCUMENTS, DEFAULT_SEPARATOR_HIERARCHY, SeparatorHierarchy
 from llama_index_sac.embeddings.identity import embedding_identity, embedding_space
 from llama_index_sac.embeddings.onnx import OnnxEmbedding
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.node_parser.base import SpanNodeParser
+from llama_index_sac.node_parser.recursive import SEPARATOR_HIERARCHIES
 from llama_index_sac.node_parser.semantic import BreakpointMethod
 from llama_index_sac.retrievers.options import DocumentPriorOptions, RankingOptions
 from llama_index_sac.sentences import SentenceBackend
@@ -125,11 +126,25 @@ def kinds_of(union: Any) -> dict[str, type[ComponentSettings]]:
 
 
 class RecursiveParserSettings(ComponentSettings):
-    """``RecursiveCharacterNodeParser(chunk_size, chunk_overlap)``: the SAC paper's fixed-size chunks."""
+    """``RecursiveCharacterNodeParser(chunk_size, chunk_overlap, separators)``: the SAC paper's fixed-size chunks;
+    ``separators`` names the hierarchy (:data:`~llama_index_sac.node_parser.recursive.SEPARATOR_HIERARCHIES`) and is
+    given to the parser as its list (a builder field: a list of whitespace strings cannot be written in a spec)."""
+
+    builder_fields: ClassVar[frozenset[str]] = frozenset({"separators"})
 
     kind: Literal["recursive"] = "recursive"
     chunk_size: int = component_field(RecursiveCharacterNodeParser, "chunk_size")
     chunk_overlap: int = component_field(RecursiveCharacterNodeParser, "chunk_overlap")
+    separators: SeparatorHierarchy = Field(
+        default=DEFAULT_SEPARATOR_HIERARCHY,
+        description="Separator hierarchy by name: 'sentences' (paragraphs, lines, sentence ends '. ', words, "
+        "characters) or 'words' (the same without sentence ends, as LangChain's RecursiveCharacterTextSplitter).",
+    )
+
+    def component_kwargs(self) -> dict[str, Any]:
+        kwargs = super().component_kwargs()
+        kwargs["separators"] = list(SEPARATOR_HIERARCHIES[self.separators])
+        return kwargs
 
     def check(self) -> None:
         RecursiveCharacterNodeParser(**self.component_kwargs())

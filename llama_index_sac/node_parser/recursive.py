@@ -35,7 +35,12 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
 
-from llama_index_sac.constants import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from llama_index_sac.constants import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_SEPARATOR_HIERARCHY,
+    SeparatorHierarchy,
+)
 from llama_index_sac.node_parser._splitter import Splitter, absorb_whitespace, regex_literal_char
 from llama_index_sac.node_parser.base import SpanNodeParser, callable_identity
 from llama_index_sac.spans import Span
@@ -43,12 +48,28 @@ from llama_index_sac.spans import Span
 __all__ = [
     "DEFAULT_SEPARATORS",
     "LEGAL_SEPARATORS",
+    "SENTENCE_SEPARATORS",
+    "SEPARATOR_HIERARCHIES",
+    "WORD_SEPARATORS",
     "RecursiveCharacterNodeParser",
     "recursive_chunk_spans",
 ]
 
-#: Default hierarchy: paragraphs, lines, sentences, words, characters.
-DEFAULT_SEPARATORS: list[str] = ["\n\n", "\n", ". ", " ", ""]
+#: Paragraphs, lines, sentence ends, words, characters (the hierarchy named ``"sentences"``).
+SENTENCE_SEPARATORS: list[str] = ["\n\n", "\n", ". ", " ", ""]
+
+#: Paragraphs, lines, words, characters: LangChain's ``RecursiveCharacterTextSplitter`` hierarchy (``"words"``).
+WORD_SEPARATORS: list[str] = ["\n\n", "\n", " ", ""]
+
+#: The plain-text hierarchies by name (:data:`~llama_index_sac.constants.SeparatorHierarchy`), for settings and
+#: command lines, where a list of whitespace strings cannot be written.
+SEPARATOR_HIERARCHIES: dict[SeparatorHierarchy, list[str]] = {
+    "sentences": SENTENCE_SEPARATORS,
+    "words": WORD_SEPARATORS,
+}
+
+#: The parser's default hierarchy (:data:`~llama_index_sac.constants.DEFAULT_SEPARATOR_HIERARCHY`).
+DEFAULT_SEPARATORS: list[str] = SEPARATOR_HIERARCHIES[DEFAULT_SEPARATOR_HIERARCHY]
 
 #: Regex separators (use with ``is_separator_regex=True``) that follow contract structure before paragraphs and
 #: sentences. In order: ARTICLE headings; Section / § headings; SCHEDULE, EXHIBIT, ANNEX, APPENDIX headings; numbered
@@ -184,7 +205,8 @@ class RecursiveCharacterNodeParser(SpanNodeParser):
         chunk_size: maximum chunk length, in characters (or in the unit of ``length_function``); default 500.
         chunk_overlap: maximum length shared by consecutive chunks, same unit, below ``chunk_size``; default 0.
         separators: the separator hierarchy, coarsest first; ``""`` cuts at character level (default
-            :data:`DEFAULT_SEPARATORS`; :meth:`legal` uses :data:`LEGAL_SEPARATORS`).
+            :data:`DEFAULT_SEPARATORS`, one of :data:`SEPARATOR_HIERARCHIES`; :meth:`legal` uses
+            :data:`LEGAL_SEPARATORS`).
         is_separator_regex: treat ``separators`` as regular expressions.
         length_function: the length of a string in the unit of ``chunk_size`` (e.g. a tokenizer's token count);
             ``None`` measures characters.

@@ -16,7 +16,13 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import MetadataMode, NodeRelationship
 
 from llama_index_sac import LEGAL_SEPARATORS, RecursiveCharacterNodeParser
-from llama_index_sac.node_parser.recursive import recursive_chunk_spans
+from llama_index_sac.constants import DEFAULT_SEPARATOR_HIERARCHY
+from llama_index_sac.node_parser.recursive import (
+    DEFAULT_SEPARATORS,
+    SEPARATOR_HIERARCHIES,
+    WORD_SEPARATORS,
+    recursive_chunk_spans,
+)
 from tests._nodes import located_nodes, text_nodes
 from tests.conftest import load_case
 
@@ -131,6 +137,33 @@ def test_separator_ends_its_chunk_sentence_stays_whole():
         "Delta epsilon zeta. ",
         "Eta theta iota.",
     ]
+
+
+def test_named_hierarchies_sentences_cut_at_sentence_ends_words_fill_to_the_size():
+    text = "Alpha beta gamma. Delta epsilon zeta. Eta theta iota."
+    assert DEFAULT_SEPARATORS == SEPARATOR_HIERARCHIES[DEFAULT_SEPARATOR_HIERARCHY] == ["\n\n", "\n", ". ", " ", ""]
+    assert WORD_SEPARATORS == SEPARATOR_HIERARCHIES["words"] == ["\n\n", "\n", " ", ""]
+    document = Document(text=text, id_="d")
+    for separators, spans in (
+        (SEPARATOR_HIERARCHIES["sentences"], [(0, 18), (18, 38), (38, 53)]),  # three sentences
+        (WORD_SEPARATORS, [(0, 24), (24, 53)]),  # "Alpha beta gamma. Delta " | "epsilon zeta. Eta theta iota."
+    ):
+        parser = RecursiveCharacterNodeParser(chunk_size=30, separators=separators)
+        nodes = located_nodes(parser.get_nodes_from_documents([document]))
+        assert [(n.start_char_idx, n.end_char_idx) for n in nodes] == spans
+        assert [n.text for n in nodes] == [text[s:e] for s, e in spans]
+        assert "".join(n.text for n in nodes) == text  # lossless
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXTS, size=st.integers(1, 60), name=st.sampled_from(sorted(SEPARATOR_HIERARCHIES)))
+def test_properties_named_hierarchies(text, size, name):
+    parser = RecursiveCharacterNodeParser(chunk_size=size, separators=SEPARATOR_HIERARCHIES[name])
+    nodes = located_nodes(parser.get_nodes_from_documents([Document(text=text, id_="d")]))
+    spans = [(n.start_char_idx, n.end_char_idx) for n in nodes]
+    assert [n.text for n in nodes] == [text[s:e] for s, e in spans]  # exact offsets
+    assert_properties(text, spans, size, 0)
+    assert "".join(deoverlap(text, spans).split()) == "".join(text.split())  # only whitespace may be left out
 
 
 def test_repeated_clauses_get_their_own_offsets():

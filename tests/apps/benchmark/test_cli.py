@@ -92,6 +92,17 @@ def test_parse_config_presets_and_dotted_overrides():
     assert last.parser.model_dump()["chunk_size"] == 200
 
 
+def test_the_separator_hierarchy_is_one_option_away_and_the_default_parser_is_unchanged():
+    default, words = parse_config("default"), parse_config("default:parser.separators=words,name=default-words")
+    assert (default.parser.separators, words.parser.separators, words.name) == ("sentences", "words", "default-words")
+    built = factories.build_parser(default.parser)
+    assert built.separators == ["\n\n", "\n", ". ", " ", ""] and not built.is_separator_regex  # as published
+    assert built.to_dict() == RecursiveCharacterNodeParser().to_dict()  # same settings: same ids and cache keys
+    assert factories.build_parser(words.parser).separators == ["\n\n", "\n", " ", ""]
+    assert RecursiveParserSettings(separators="words").component_kwargs() == {
+        "chunk_size": 500, "chunk_overlap": 0, "separators": ["\n\n", "\n", " ", ""]}
+
+
 def test_every_preset_is_a_valid_partial_configuration():
     for name, preset in PRESETS.items():
         assert preset["name"] == name
@@ -153,6 +164,9 @@ def test_default_is_what_a_user_gets_and_the_published_presets_stay_as_they_ran(
         ("sac:summarizer.metadata_keys=author", "unknown document metadata key(s) ['author']"),
         ("sac:retrieval=sparse", "retrieval: Input should be 'dense', 'hybrid' or 'document-aware'"),
         ("sac:name=", "name: String should have at least 1 character"),
+        ("default:parser.separators=lines", "parser.separators: Input should be 'sentences' or 'words'"),
+        ("default:parser.kind=hybrid,parser.separators=words",
+         "parser.separators: the hybrid parser has no option 'separators'"),
     ],
 )
 def test_parse_config_errors(spec, pattern):
