@@ -11,9 +11,10 @@ characters and no overlap, counts per dataset and overall:
 Reported: chunks, mean chunk length (characters), the share of chunks that end at a sentence end (last non-space
 character one of ``. ; : ! ?``, closing quotes or brackets allowed), the share with trailing whitespace, and the
 default embedding model's tokens (WordPiece: whitespace is not a token, so trailing whitespace costs none). With
-``--embed-docs N``, the chunk texts of the first ``N`` documents are embedded by the default model for ``sentences``
-and ``words``, ``--rounds`` times in alternating order; the median seconds and their ratio are reported (the summary
-SAC prepends to each chunk is not included: it adds the same text to every chunk, so its cost grows with the count).
+``--embed-docs N``, the chunk texts of ``N`` documents (every ``len/N``-th by name) are embedded by the default
+model for ``sentences`` and ``words``, ``--rounds`` times in alternating order; the median seconds and their ratio
+are reported (the summary SAC prepends to each chunk is not included: it adds the same text to every chunk, so its
+cost grows with the count).
 
 With ``--compare QUERIES_CSV BASE OTHER`` (the ``queries.csv`` of a ``llama-sac eval`` run with both
 configurations), it prints instead, per dataset, the mean over k of DRM / precision / recall and precision@1 of each,
@@ -41,6 +42,7 @@ from pathlib import Path
 from llama_index.core import Document
 
 from llama_index_sac.apps.benchmark.datasets.legalbenchrag import load_legalbenchrag
+from llama_index_sac.constants import SeparatorHierarchy
 from llama_index_sac.node_parser.recursive import SEPARATOR_HIERARCHIES, RecursiveCharacterNodeParser
 
 DATA = Path(os.environ.get("SAC_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared")) / "data/legalbenchrag"
@@ -49,7 +51,7 @@ SIZE = 500
 SENTENCE_END = re.compile(r"[.;:!?][\"'”’)\]]*\s*$")
 
 
-def ours(name: str) -> Callable[[str], list[str]]:
+def ours(name: SeparatorHierarchy) -> Callable[[str], list[str]]:
     parser = RecursiveCharacterNodeParser(chunk_size=SIZE, chunk_overlap=0, separators=SEPARATOR_HIERARCHIES[name])
 
     def split(text: str) -> list[str]:
@@ -155,7 +157,7 @@ def main() -> None:
             print(row(label, [c for d in ids for c in chunks[label][d]], tokens))
         print()
     if args.embed_docs and model is not None:
-        ids = list(docs)[: args.embed_docs]
+        ids = list(docs)[:: max(1, len(docs) // args.embed_docs)][: args.embed_docs]  # spread over the datasets
         texts = {name: [c for d in ids for c in chunks[label][d]]
                  for name, label in (("sentences", "ours, sentences (default)"), ("words", "ours, words"))}
         model.get_text_embedding_batch(texts["words"][:32])  # warm-up
