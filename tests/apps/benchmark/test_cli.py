@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from llama_index_sac.apps.benchmark import factories, report
+from llama_index_sac.apps.benchmark.commands import eval_command
 from llama_index_sac.apps.benchmark.components import (
     PARSER_KINDS,
     SUMMARIZER_KINDS,
@@ -48,7 +49,7 @@ from llama_index_sac.apps.benchmark.eval_job import (
 )
 from llama_index_sac.apps.benchmark.results import RunResults, load_results
 from llama_index_sac.apps.benchmark.runner import run_evaluation
-from llama_index_sac.apps.cli import app, eval_command
+from llama_index_sac.apps.cli import app
 from llama_index_sac.evaluation.confusion import confused_pairs
 from llama_index_sac.node_parser import HybridNodeParser, RecursiveCharacterNodeParser, SemanticNodeParser
 from llama_index_sac.summarizers import ExtractiveSummarizer, LLMSummarizer
