@@ -1,6 +1,6 @@
 """Rough edges of the command line and its library calls: how warnings and log records print, the settings
-differences of ``ingest``, ``LLMSummarizer.from_openai`` without a key, the help's usage line and flags, the
-advice of an open LLM circuit."""
+differences of ``ingest``, ``LLMSummarizer.from_openai`` without a key, the advice of an open LLM circuit (the help's
+usage line and flags: ``test_help.py``)."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
     summarizer = augmentation.summarizer
     unnamed, carried = 0, set[str]()  # documents whose summary folds in no metadata; the keys the documents carry
     with ExitStack() as stack:
-        run: StoreWriter | None = None
+        writer: StoreWriter | None = None
         for number, first in enumerate(rounds, 1):
             documents: list[Document] = []
             desc = "Reading files" + (f" (round {number}/{len(rounds)})" if len(rounds) > 1 else "")
@@ -169,25 +169,25 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
                     if isinstance(exc, Unreadable) and exc.forget:
                         forget.add(doc_id)
                     report.skipped[shown(path)] = why_unreadable(exc)
-                    (held.append if run is None else say)(f"skipped {shown(path)}: {why_unreadable(exc)}")
+                    (held.append if writer is None else say)(f"skipped {shown(path)}: {why_unreadable(exc)}")
             if not documents:
                 continue
-            if run is None:  # the first readable round: now the store is opened (and created)
-                run = open_writer(stack, spec, record, settings, steps, embed, embed_model, cache_dir, current, report,
-                                  say)
+            if writer is None:  # the first readable round: now the store is opened (and created)
+                writer = open_writer(stack, spec, record, settings, steps, embed, embed_model, cache_dir, current,
+                                     report, say)
                 save_folders(record, sources.folders)
                 for line in held:
                     say(line)
             seen.update(d.id_ for d in documents)
             unnamed += sum(not summarizer.folded_metadata(d.metadata) for d in documents)
             carried.update(key for d in documents for key in d.metadata)
-            run.round(documents)
-        if run is None:
+            writer.round(documents)
+        if writer is None:
             raise IngestError("nothing could be read (the store was not touched): "
                               + "; ".join(f"{p}: {why}" for p, why in report.skipped.items()))
-        run.remove_vanished(sources.folders, sources.walked, seen, forget)
-        run.unrecord_unseen(seen)
-        save_document_index(record, run.vector_store)  # query and serve then need not read every chunk
+        writer.remove_vanished(sources.folders, sources.walked, seen, forget)
+        writer.unrecord_unseen(seen)
+        save_document_index(record, writer.vector_store)  # query and serve then need not read every chunk
     if summarizer.metadata_keys and unnamed:
         say(f"{unnamed} of {len(seen)} document(s) carry none of the summary metadata keys "
             f"{list(summarizer.metadata_keys)}: their summaries "

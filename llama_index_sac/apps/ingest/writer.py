@@ -47,10 +47,10 @@ GROUP_CHARS = 16_000
 
 
 def open_writer(stack: ExitStack, spec: StoreSpec, record: IngestRecord, settings: IngestSettings,
-          steps: list[TransformComponent], embed: BaseEmbedding, injected: BaseEmbedding | None, cache_dir: str,
-          current: dict[str, Any], report: IngestReport, say: Callable[[str], None]) -> StoreWriter:
+                steps: list[TransformComponent], embed: BaseEmbedding, injected: BaseEmbedding | None, cache_dir: str,
+                current: dict[str, Any], report: IngestReport, say: Callable[[str], None]) -> StoreWriter:
     """Start (or join) Ray for the Ray engine, open the store, repair the documents an interrupted run was writing,
-    check the record against the store, record the settings; the state of this run."""
+    check the record against the store, record the settings; the writer of this run."""
     transform: Any = [*steps, embed]
     if settings.engine == "ray":
         from llama_index_sac.apps.ingest.ray_engine import RayStages, ray_session
@@ -90,24 +90,24 @@ def open_writer(stack: ExitStack, spec: StoreSpec, record: IngestRecord, setting
     for doc_id in record.pending():  # an older record: rows of new documents of a round that did not finish
         if docstore.get_document_hash(doc_id) is None:
             opened.vector_store.delete(doc_id)
-    run = StoreWriter(opened.vector_store, docstore, transform, steps[-1], record, journal, report, settings, say,
-                      counts, RowCheck(), store_errors(spec.kind))
+    writer = StoreWriter(opened.vector_store, docstore, transform, steps[-1], record, journal, report, settings,
+                         say, counts, RowCheck(), store_errors(spec.kind))
     for doc_id in interrupted:
-        run.forget(doc_id, delete_rows=True)
+        writer.forget(doc_id, delete_rows=True)
     if interrupted:
         report.redone += interrupted
         say(f"{len(interrupted)} document(s) were being written when the last run stopped: their rows are deleted "
             f"and they are written again: {', '.join(interrupted[:5])}{' ...' if len(interrupted) > 5 else ''}")
-    run.fold()
+    writer.fold()
     listed = sorted(set(docstore.get_all_document_hashes().values()))
-    run.check = check_rows(spec, opened, listed, counts) if record.exists() else RowCheck()
-    if run.check.warning:
-        say(run.check.warning)
+    writer.check = check_rows(spec, opened, listed, counts) if record.exists() else RowCheck()
+    if writer.check.warning:
+        say(writer.check.warning)
     record.write_settings({"settings": current, "embed_model_name": settings.embed_model, "store": spec.kind,
                            "embed_backend": model_backend(embed),
                            "embed_precision": current["embed_model"]["precision"]})
     record.save_rows({doc_id: counts[doc_id] for doc_id in listed if doc_id in counts})
-    return run
+    return writer
 
 
 def _groups(documents: list[Document]) -> Iterator[list[Document]]:
