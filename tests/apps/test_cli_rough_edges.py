@@ -1,6 +1,6 @@
 """Rough edges of the command line and its library calls: how warnings and log records print, the settings
-differences of ``ingest``, ``LLMSummarizer.from_openai`` without a key, the help's usage line and flags, the
-advice of an open LLM circuit."""
+differences of ``ingest``, ``LLMSummarizer.from_openai`` without a key, the advice of an open LLM circuit (the help's
+usage line and flags: ``test_help.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from llama_index_sac.apps._output import for_cli
 from llama_index_sac.apps.ingest.steps import differences
@@ -79,19 +78,6 @@ def test_open_circuit_advice_is_for_python_callers_only() -> None:
     assert for_cli(message) == ("LLM endpoint http://127.0.0.1:9/v1 is unavailable: 5 consecutive attempts failed to "
                                 "connect (last: APIConnectionError: Connection error.) (is the server running and "
                                 "reachable?)")
-
-
-@pytest.mark.parametrize(("command", "usage"), [
-    ("ingest", "ingest [OPTIONS] PATHS..."), ("query", "query [OPTIONS] [QUESTION]"),
-    ("report", "report [OPTIONS] RUN"),
-])
-def test_help_shows_plain_usage_and_no_bool_type(command: str, usage: str) -> None:
-    from llama_index_sac.apps.cli import app
-
-    result: Any = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"}, prog_name="llama-sac")
-    assert result.exit_code == 0
-    assert f"Usage: llama-sac {usage}" in result.stdout
-    assert "<bool>" not in result.stdout and "{" not in result.stdout.split("Usage:")[1].splitlines()[0]
 
 
 def test_gguf_without_llama_cpp_names_the_pip_command(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

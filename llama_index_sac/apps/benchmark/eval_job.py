@@ -4,7 +4,7 @@ configurations, loader options and run settings, the run itself and the error te
 The option tables (:data:`COMMON_OPTIONS`, :data:`SUMMARY_OPTIONS`, :data:`SETTINGS_OPTIONS`,
 :data:`LOADER_OPTIONS`) say, for each ``eval`` option, the configuration key or model field it sets; the CLI reads
 the options' help, choices, defaults and bounds from those models (:func:`llama_index_sac.apps._options.field_option`),
-and ``tests/apps/benchmark/test_cli.py`` walks every option against them.
+and ``tests/apps/benchmark/test_commands.py`` walks every option against them.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def staged_output_dir(out: str | Path) -> Iterator[Path]:
 def write_run_outputs(results: RunResults, folder: Path) -> None:
     """Write a run's files into ``folder``: ``results.json`` (the schema of :mod:`.results`),
     ``results.csv``, ``queries.csv``, ``confusions.csv`` and the three ``*_at_k.png`` plots (see
-    :mod:`llama_index_sac.apps.cli`)."""
+    :mod:`llama_index_sac.apps.benchmark.commands`)."""
     (folder / "results.json").write_text(results.to_json(), encoding="utf-8")
     report.write_csv(results, folder / "results.csv")
     report.write_query_csv(results, folder / "queries.csv")

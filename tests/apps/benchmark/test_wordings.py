@@ -24,7 +24,7 @@ from llama_index_sac.apps.benchmark.wordings import (
     wording_of,
 )
 from llama_index_sac.apps.cli import app
-from tests.apps.benchmark.test_cli import one_error, runner
+from tests.apps.benchmark.test_commands import one_error, runner
 from tests.conftest import FakeEmbedding
 
 NDA = ("Consider the Non-Disclosure Agreement between CEII and NDA; Does the document specify whether the Receiving "
