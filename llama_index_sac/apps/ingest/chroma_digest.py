@@ -10,9 +10,9 @@ Chroma then answers with other approximate hits, silently. A checksum of each fi
   segment folder, and saves the index only while writing, when the operations since the last save reach the
   collection's sync threshold; the rest stays in its log (``chroma.sqlite3``) and is applied in memory by every
   client that opens the store. So the files on disk once a writer's client is closed stay as they are until the next
-  write. :func:`recorded_index` (around a writer's client) marks the record ``writing`` before the client opens and,
-  after it is closed (whether the block ended well or not), records each file's size and sha256, read in blocks of
-  1 MiB.
+  write. :func:`recorded_index` (around a writer's client) marks the record ``writing`` once the client is open,
+  before anything is written, and, after it is closed (whether the block ended well or not), records each file's
+  size and sha256, read in blocks of 1 MiB.
 * :func:`verify_index` compares the files with the record before a client opens the store: a file missing, or of
   another size or sha256, is one :class:`~llama_index_sac.apps.ingest.files.IngestError` naming the file and the
   repair. Where there is nothing to compare, it returns a note instead (never an error): no checksum recorded (a
@@ -34,7 +34,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -197,9 +197,10 @@ def verify_index(record: IngestRecord, spec: StoreSpec, collection: str, *, writ
         if found is None:
             return None  # no such collection (yet): nothing for Chroma to load
         folder = spec.path / found[0]
+        if not (folder / _PERSISTED).exists() and (recorded is None or recorded["state"] == "writing"
+                                                    or recorded["segment"] != found[0]):
+            return None  # no persisted index: Chroma builds it from its log, nothing to compare
         if recorded is None:
-            if not (folder / _PERSISTED).exists():
-                return None
             return (f"{where} cannot be verified: its ingest record holds no checksums of it (written by an earlier "
                     f"version, or not by llama-sac ingest); {fix}")
         if recorded["state"] == "writing":
@@ -222,20 +223,61 @@ def verify_index(record: IngestRecord, spec: StoreSpec, collection: str, *, writ
     return None  # pragma: no cover - the loop returns or raises
 
 
+def _stamps(spec: StoreSpec, collection: str) -> list[tuple[str, int, int, int, int]]:
+    """(name, inode, bytes, mtime_ns, ctime_ns) of each file of the persisted index now (``[]``: none persisted),
+    to tell whether a writer changed them."""
+    database = spec.path / "chroma.sqlite3"
+    found = vector_segment(database, collection) if database.is_file() else None
+    if found is None or not (spec.path / found[0] / _PERSISTED).exists():
+        return []
+    out = []
+    for name in INDEX_FILES:
+        with suppress(OSError):
+            info = (spec.path / found[0] / name).stat()
+            out.append((name, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    return out
+
+
 @contextmanager
-def recorded_index(record: IngestRecord, spec: StoreSpec, collection: str) -> Iterator[None]:
-    """Around a writer's Chroma client (the client is closed before the block ends): the record says ``writing``
-    during the block, and the checksums of the files on disk after it (whether it ended well or not; if the files
-    cannot be read then, the record stays ``writing`` and the next run says so).
+def recorded_index(record: IngestRecord, spec: StoreSpec, collection: str) -> Iterator[Callable[[], None]]:
+    """Around a writer's Chroma client (the client is closed before the block ends); gives ``start``, called once
+    the client is open, before anything is written: from then on the record says ``writing``, and after the block it
+    holds the checksums of the files on disk (whether the block ended well or not). A block that fails without
+    changing a file leaves the record as it was (a run refused after opening the store writes nothing); if the
+    files cannot be read after the block, the record stays ``writing`` and the next run says so.
 
     Raises:
-        OSError: the record folder cannot be written (before the block).
+        OSError: the record folder cannot be written (``start``, or after the block).
     """
-    _write(record, {"state": "writing"})
+    began: list[tuple[bytes | None, list[tuple[str, int, int, int, int]]]] = []
+
+    def start() -> None:
+        try:
+            previous: bytes | None = _path(record).read_bytes()
+        except FileNotFoundError:
+            previous = None
+        began.append((previous, _stamps(spec, collection)))
+        _write(record, {"state": "writing"})
+
     try:
-        yield
+        yield start
     except BaseException:
-        with suppress(OSError):
-            _write(record, {"state": "recorded", **index_files(spec, collection)})
+        if began:
+            previous, stamps = began[0]
+            with suppress(OSError):
+                if stamps != _stamps(spec, collection):
+                    _write(record, {"state": "recorded", **index_files(spec, collection)})
+                elif previous is None:
+                    _path(record).unlink(missing_ok=True)
+                else:
+                    _restore(record, previous)
         raise
-    _write(record, {"state": "recorded", **index_files(spec, collection)})
+    if began:
+        _write(record, {"state": "recorded", **index_files(spec, collection)})
+
+
+def _restore(record: IngestRecord, data: bytes) -> None:
+    path = _path(record)
+    tmp = path.with_name(f"{DIGEST_FILE}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

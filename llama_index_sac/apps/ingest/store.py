@@ -205,7 +205,7 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
     open_errors: tuple[type[BaseException], ...] = (*errors, ValueError, OSError)
     if spec.kind in ("chroma", "chroma-http"):
         unverified: str | None = None
-        recording: AbstractContextManager[None] = nullcontext()
+        recording: AbstractContextManager[Callable[[], None]] = nullcontext(lambda: None)
         if spec.kind == "chroma":
             check_chroma_index(spec, collection)  # before hnswlib reads a damaged index (or finds none)
             record = IngestRecord(spec, collection)
@@ -213,8 +213,8 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
             unverified = verify_index(record, spec, collection, writer=written)
             if written:
                 recording = recorded_index(record, spec, collection)
-        with recording:  # a writer's checksums: recorded once the client below is closed
-            yield from _chroma(spec, collection, create, what, errors, open_errors, unverified)
+        with recording as start:  # a writer's checksums: recorded once the client below is closed
+            yield from _chroma(spec, collection, create, what, errors, open_errors, unverified, start)
         return
     qdrant_client = require_extra("qdrant_client", "vectorstores", what)
     qdrant = require_extra("llama_index.vector_stores.qdrant", "vectorstores", what)
@@ -257,9 +257,10 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
 
 
 def _chroma(spec: StoreSpec, collection: str, create: bool, what: str, errors: tuple[type[BaseException], ...],
-            open_errors: tuple[type[BaseException], ...], unverified: str | None) -> Iterator[OpenedStore]:
-    """The body of :func:`open_store` for Chroma (embedded or a server): the client opened, the collection yielded,
-    the client closed."""
+            open_errors: tuple[type[BaseException], ...], unverified: str | None,
+            start: Callable[[], None]) -> Iterator[OpenedStore]:
+    """The body of :func:`open_store` for Chroma (embedded or a server): the client opened, ``start`` called, the
+    collection yielded, the client closed."""
     chromadb = require_extra("chromadb", "vectorstores", what)
     chroma = require_extra("llama_index.vector_stores.chroma", "vectorstores", what)
     options = chromadb.Settings(anonymized_telemetry=False)
@@ -298,6 +299,7 @@ def _chroma(spec: StoreSpec, collection: str, create: bool, what: str, errors: t
                     break
             return counts
 
+        start()  # a writer's record says "writing" from here
         yield OpenedStore(chroma.ChromaVectorStore(chroma_collection=found), rows, chroma_count, chroma_rows,
                           unverified)
     except errors as exc:  # raised in the block: reading or writing the store

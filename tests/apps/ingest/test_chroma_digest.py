@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from llama_index_sac.apps.ingest.chroma_digest import DIGEST_FILE, INDEX_FILES, recorded_index
-from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
+from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestError, IngestRecord, StoreSpec
 from llama_index_sac.apps.ingest.store import open_store
 from tests.apps.ingest.test_chroma_index_check import build
 from tests.apps.ingest.test_ingest_cli import COLLECTION
@@ -149,7 +149,8 @@ def _raw_add(store: Path, rows: int) -> None:
 def test_a_writer_at_work_or_killed_is_a_note(store: Path) -> None:
     spec, record = spec_of(store), IngestRecord(spec_of(store), COLLECTION)
     where = f"the vector index of chroma:{store} (collection 'llama-sac') cannot be verified"
-    with record.lock(), recorded_index(record, spec, COLLECTION):  # an ingest holds the lock and writes
+    with record.lock(), recorded_index(record, spec, COLLECTION) as start:  # an ingest holds the lock and writes
+        start()
         assert reader_note(store) == f"{where} now: an ingest or rm is writing it"
     assert reader_note(store) is None  # the writer ended: it recorded the files as they are
     before = digest(store)
@@ -172,6 +173,24 @@ def test_a_writer_that_fails_records_the_files_it_left(store: Path) -> None:
     assert digest(store)["state"] == "recorded" and reader_note(store) is None
 
 
+def test_a_writer_that_fails_without_changing_the_index_leaves_the_record_as_it_was(store: Path,
+                                                                                    tmp_path: Path) -> None:
+    """A run refused after it opened the store (rows ingest did not write...) writes nothing, checksums included."""
+    path = IngestRecord(spec_of(store), COLLECTION).directory / DIGEST_FILE
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError), IngestRecord(spec_of(store), COLLECTION).lock(), open_store(
+            spec_of(store), COLLECTION, create=True) as opened:
+        assert opened.rows == 1200
+        raise RuntimeError("refused after opening")
+    assert path.read_bytes() == before
+    other = tmp_path / "other"
+    build(other)  # no ingest record
+    with pytest.raises(RuntimeError), IngestRecord(spec_of(other), COLLECTION).lock(), open_store(
+            spec_of(other), COLLECTION, create=True):
+        raise RuntimeError("refused after opening")
+    assert not (other / RECORD_DIR).exists()
+
+
 def test_a_store_below_the_sync_threshold_has_nothing_to_compare(tmp_path: Path) -> None:
     """Below Chroma's sync threshold no index is persisted; every client rebuilds it from the log and rewrites the
     scratch files in the folder (``data_level0.bin``...): no checksum, no false alarm."""
@@ -181,6 +200,8 @@ def test_a_store_below_the_sync_threshold_has_nothing_to_compare(tmp_path: Path)
     assert digest(store)["files"] == {}
     for _ in range(3):
         assert reader_note(store) is None
+    (IngestRecord(spec_of(store), COLLECTION).directory / DIGEST_FILE).write_text('{"format": 1, "state": "writing"}')
+    assert reader_note(store) is None and write(store, rows=10) is None  # killed: still nothing Chroma would load
 
 
 def test_a_damaged_record_file_or_another_segment(store: Path) -> None:
