@@ -207,9 +207,10 @@ def verify_index(record: IngestRecord, spec: StoreSpec, collection: str, *, writ
             if not writer and record.ingest_running():
                 return f"{where} cannot be verified now: an ingest or rm is writing it"
             return f"{where} cannot be verified: the last ingest or rm stopped before it recorded its checksums; {fix}"
-        if recorded["segment"] is not None and recorded["segment"] != found[0]:
+        if recorded["segment"] != found[0]:
             return (f"{where} cannot be verified: it is not the index the ingest record describes (segment "
-                    f"{found[0]}, not {recorded['segment']}: the collection was made again by another tool?); {fix}")
+                    f"{found[0]}, not {recorded['segment'] or 'none'}: the collection was made again by another "
+                    f"tool?); {fix}")
         problem = _difference(folder, recorded["files"])
         if problem is None:
             return None

@@ -14,11 +14,13 @@ import pytest
 
 from llama_index_sac.apps.ingest.chroma_digest import DIGEST_FILE, INDEX_FILES, recorded_index
 from llama_index_sac.apps.ingest.files import RECORD_DIR, IngestError, IngestRecord, StoreSpec
+from llama_index_sac.apps.ingest.generation import bump_generation
+from llama_index_sac.apps.ingest.query import Searcher
 from llama_index_sac.apps.ingest.store import open_store
 from tests.apps.ingest.test_chroma_index_check import build
 from tests.apps.ingest.test_ingest_cli import COLLECTION
 from tests.apps.ingest.test_ingest_store_checks import cli
-from tests.conftest import fake_searcher
+from tests.conftest import FakeEmbedding, fake_searcher
 
 chromadb = pytest.importorskip("chromadb")
 
@@ -229,3 +231,29 @@ def test_query_prints_the_note(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     result = cli("query", "governing law", "--vector-store", f"chroma:{tmp_path}")
     assert result.exit_code == 0 and result.stderr.splitlines() == [
         "note: the vector index of X cannot be verified: ..."]
+
+
+def answered(searcher: Searcher) -> int:
+    """Rows Chroma returned for one question (these bare rows carry no node, so the searcher drops them as ghosts)."""
+    hits = searcher.search("payment", 5)
+    return len(hits) + searcher.dropped
+
+
+def test_an_open_searcher_verifies_the_index_again_when_the_generation_changes(store: Path) -> None:
+    """serve's reload: the searcher reopens the collection after a writer bumped the generation, and checks the
+    files again (a damaged index is the error serve answers 503 with; the next request tries again)."""
+    record = IngestRecord(spec_of(store), COLLECTION)
+    with Searcher(spec_of(store), embed_model=FakeEmbedding(dim=8), document_aware=False,
+                  show_progress=False) as searcher:
+        assert searcher.unverified is None and answered(searcher) == 5
+        assert write(store, rows=1100) is None
+        bump_generation(record)
+        assert searcher.refresh() and searcher.unverified is None and searcher.rows == 2300
+        assert answered(searcher) == 5
+        _noise(index_folder(store) / "link_lists.bin")
+        bump_generation(record)
+        with pytest.raises(IngestError, match="link_lists.bin is not the file llama-sac ingest wrote"):
+            searcher.refresh()
+        assert answered(searcher) == 0  # closed: nothing answered from the damaged index
+        with pytest.raises(IngestError, match="link_lists.bin is not the file"):
+            searcher.refresh()
