@@ -121,6 +121,7 @@ def fake_searcher(hits: list[Any]) -> type:
 
     class _Searcher:
         ingest_in_progress = False
+        unverified = None
         spec = "a fake store"
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

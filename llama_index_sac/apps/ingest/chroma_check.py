@@ -15,6 +15,8 @@ crashes the process (a segmentation fault) in hnswlib. :func:`check_chroma_index
   values, distinct labels; the entry point an existing element.
 
 A problem is one :class:`~llama_index_sac.apps.ingest.files.IngestError` naming the store, the damage and the repair.
+Damage that keeps this structure (noise over ``link_lists.bin``, the upper layers of the graph) is caught by the
+checksums ``ingest`` records (:mod:`~llama_index_sac.apps.ingest.chroma_digest`).
 What ``chroma.sqlite3`` itself holds is left to Chroma (its own errors are reported by the store module).
 """
 
@@ -28,13 +30,13 @@ import numpy as np
 
 from llama_index_sac.apps.ingest.files import IngestError, StoreSpec
 
-__all__ = ["check_chroma_index"]
+__all__ = ["check_chroma_index", "vector_segment"]
 
 _HEADER = struct.Struct("<iQQQQQQiIQQQdQ")  # version, then hnswlib's saveIndex header
 _FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin")
 
 
-def _segment(database: Path, collection: str) -> tuple[str, int, int] | None:
+def vector_segment(database: Path, collection: str) -> tuple[str, int, int] | None:
     """(vector segment id, rows indexed according to ``max_seq_id``, dimension) of ``collection``; None when the
     database does not say (no such collection, another layout, an unreadable file: Chroma reports those)."""
     try:
@@ -102,7 +104,7 @@ def check_chroma_index(spec: StoreSpec, collection: str) -> None:
         IngestError: naming the store, the folder, what is wrong and the repair.
     """
     database = spec.path / "chroma.sqlite3"
-    found = _segment(database, collection) if database.is_file() else None
+    found = vector_segment(database, collection) if database.is_file() else None
     if found is None:
         return
     segment, indexed, dimension = found

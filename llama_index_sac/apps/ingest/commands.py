@@ -237,6 +237,8 @@ def query_command(
                                                  embed_options=options,
                                                  document_aware=document_aware, show_progress=progress) as searcher:
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+            if searcher.unverified:
+                typer.echo(f"note: {printable(searcher.unverified)}", err=True)
             if searcher.ingest_in_progress:
                 typer.echo(f"an ingest into {searcher.spec} (collection {collection}) is in progress: no chunks yet, "
                            "ask again when it has finished", err=as_json)
@@ -306,6 +308,8 @@ def serve_command(
         typer.echo(f"serving {searcher.spec} (collection {collection}) on http://{address[0]}:{address[1]} "
                    "(POST /query, GET /health; Ctrl-C stops)")
         sys.stdout.flush()
+        if searcher.unverified:
+            typer.echo(f"note: {printable(searcher.unverified)}", err=True)
         if not is_loopback(served.host):
             typer.echo(f"note: listening beyond loopback ({served.host}): every request needs the bearer token, and "
                        "nothing is encrypted: put a TLS reverse proxy in front (docs/security.md)", err=True)

@@ -13,10 +13,11 @@
   (LlamaIndex's ``SimpleDocumentStore``: one hash per document, no texts), ``settings.json`` (the settings the
   collection was built with: parser, summary and embedding model, and the kind of store, ``chroma`` or ``qdrant``),
   ``rows.json`` (the rows written for each document, to check that the store still holds them); beside them
-  ``folders.json`` (:mod:`~llama_index_sac.apps.ingest.identity`) and ``journal.jsonl`` (the documents committed
-  since, :mod:`~llama_index_sac.apps.ingest.journal`). ``pending.json`` (new documents of an unfinished round) is
-  only read, from records of earlier versions. Records written before ``rows.json`` and the store kind existed are
-  read as they are.
+  ``folders.json`` (:mod:`~llama_index_sac.apps.ingest.identity`), ``journal.jsonl`` (the documents committed
+  since, :mod:`~llama_index_sac.apps.ingest.journal`) and, for a Chroma store, ``chroma-index.json`` (the checksums
+  of its vector index files, :mod:`~llama_index_sac.apps.ingest.chroma_digest`). ``pending.json`` (new documents of
+  an unfinished round) is only read, from records of earlier versions. Records written before ``rows.json`` and the
+  store kind existed are read as they are.
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ def remove(targets: Sequence[str], store: StoreSpec | str, collection: str = "ll
     journal = Journal(record)
     out = Removal()
     with record.lock(), open_store(spec, collection, create=False, empty_ok=True,
-                                   recorded_kind=record.store_kind()) as opened:
+                                   recorded_kind=record.store_kind(), writes=True) as opened:
         docstore, counts = record.load_docstore(), record.rows()
         interrupted = replay(journal.entries(), docstore, counts)
         folders = load_folders(record)

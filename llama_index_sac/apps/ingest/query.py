@@ -240,11 +240,14 @@ class Searcher:
     returned; ``dropped`` counts those of the last search.
 
     Attributes (after entering): ``rows`` (the collection's rows on opening), ``ingest_in_progress``, ``generation``
-    (the record's generation when opened), ``dropped``.
+    (the record's generation when opened), ``dropped``, ``unverified`` (a Chroma store's vector index that could not
+    be compared with the checksums ``ingest`` recorded: the note that says why, else ``None``;
+    :mod:`~llama_index_sac.apps.ingest.chroma_digest`).
 
     Raises (on entering):
         IngestError: a missing store or collection, a folder that is not a store of that kind (or whose ingest
-            record names the other kind), a store that cannot be read, or an embedding model other than the
+            record names the other kind), a damaged store (a Chroma vector index that differs from the checksums
+            ``ingest`` recorded), a store that cannot be read, or an embedding model other than the
             collection's (refused by name before loading when ``embed_model_name`` names another model).
     """
 
@@ -258,6 +261,7 @@ class Searcher:
         self.document_aware, self.show_progress = document_aware, show_progress
         self.rows, self.ingest_in_progress, self.dropped = 0, False, 0
         self.generation: str | None = None
+        self.unverified: str | None = None
         self._stack = ExitStack()
         self._index: VectorStoreIndex | None = None
         self._documents: DocumentIndex | None = None
@@ -288,7 +292,7 @@ class Searcher:
         self._stack.close()
         self._stack = ExitStack()
         self._index, self._documents, self.rows, self.ingest_in_progress = None, None, 0, False
-        self.generation = None
+        self.generation = self.unverified = None
         try:
             self._open()
         except BaseException:
@@ -314,7 +318,7 @@ class Searcher:
                 self.ingest_in_progress = True
                 return
             raise
-        self.rows = opened.rows
+        self.rows, self.unverified = opened.rows, opened.unverified
         if opened.rows == 0:
             self.ingest_in_progress = running
             return

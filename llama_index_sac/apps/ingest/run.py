@@ -90,13 +90,16 @@ def ingest(paths: Sequence[str | os.PathLike[str]], store: StoreSpec | str, sett
         embed_model: an embedding model to use instead of ``settings.embed_model`` (with ``engine="ray"`` it is
             pickled to the workers: it must be rebuilt correctly from its fields).
         log: receives one line per unreadable file, missing path and failed summary, one for the files that gave no
-            chunk (empty), one per moved folder label, one when documents are written again and one when documents
-            carry none of the summarizer's ``metadata_keys`` (their summaries are content-only).
+            chunk (empty), one per moved folder label, one when documents are written again, one when documents
+            carry none of the summarizer's ``metadata_keys`` (their summaries are content-only) and one when a Chroma
+            store's vector index cannot be verified against its recorded checksums (none recorded yet, or the last
+            run stopped before it recorded them: this run records them).
 
     Raises:
         IngestError: no path exists, no file to ingest, nothing readable (the store is then not opened), a folder
             label already naming another folder, a folder holding the other kind of store (or whose record names
-            it), a store that cannot be opened, read or written, a bad collection, settings other than the
+            it), a damaged store (a Chroma vector index that differs from its recorded checksums included), a store
+            that cannot be opened, read or written, a bad collection, settings other than the
             collection's (the differences are named), an embedding model or LLM that cannot be set up, or a failure
             inside Ray.
         ImportError: an extra is missing (``vectorstores``, ``ray``).

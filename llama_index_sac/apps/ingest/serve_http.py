@@ -229,12 +229,14 @@ class QueryHandler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, answer)
 
     def _refreshed(self) -> bool:
-        """Reopen the collection if an ``ingest`` or ``rm`` changed it since (the caller holds ``answering``);
-        ``False`` after answering 503 when it cannot be reopened now."""
+        """Reopen the collection if an ``ingest`` or ``rm`` changed it since (the caller holds ``answering``; a note
+        on stderr when its vector index cannot be verified); ``False`` after answering 503 when it cannot be reopened
+        now (a damaged store included)."""
         searcher = self.server.searcher
         assert searcher is not None
         try:
-            searcher.refresh()
+            if searcher.refresh() and searcher.unverified:
+                self.server.log_line(f"note: {printable(searcher.unverified)}")
         except Exception as exc:  # noqa: BLE001 - a store in the middle of a change: the next request tries again
             self._send(HTTPStatus.SERVICE_UNAVAILABLE, {"error": "the collection changed and cannot be reopened now "
                                                                  f"({type(exc).__name__}: {exc}); try again"[:1000]},

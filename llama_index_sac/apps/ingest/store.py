@@ -23,7 +23,7 @@ import sqlite3
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,8 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from llama_index_sac._json_io import PersistedFileError, read_json
 from llama_index_sac._util import require_extra
 from llama_index_sac.apps.ingest.chroma_check import check_chroma_index
-from llama_index_sac.apps.ingest.files import IngestError, StoreSpec, check_collection
+from llama_index_sac.apps.ingest.chroma_digest import recorded_index, verify_index
+from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec, check_collection
 from llama_index_sac.apps.ingest.qdrant_check import check_qdrant_points
 
 __all__ = ["OpenedStore", "RowCheck", "check_rows", "check_store_folder", "open_store", "store_errors",
@@ -151,13 +152,16 @@ def _store_error(spec: StoreSpec, exc: BaseException, doing: str) -> IngestError
 @dataclass
 class OpenedStore:
     """An open collection: its LlamaIndex vector store, its number of rows on opening, a counter of its rows now,
-    and a reader of its rows per document (``{ref_doc_id: rows}``, every row read once; given a dict, it also
-    fills it with each document's summary, ``document_summary``)."""
+    a reader of its rows per document (``{ref_doc_id: rows}``, every row read once; given a dict, it also
+    fills it with each document's summary, ``document_summary``) and, for a Chroma store whose vector index could not
+    be compared with its recorded checksums, the note that says why
+    (:func:`~llama_index_sac.apps.ingest.chroma_digest.verify_index`)."""
 
     vector_store: BasePydanticVectorStore
     rows: int
     count_rows: Callable[[], int]
     document_rows: Callable[..., Counter[str]]
+    unverified: str | None = None
 
 
 def _count(metadatas: Any, counts: Counter[str], summaries: dict[str, str] | None = None) -> int:
@@ -172,7 +176,7 @@ def _count(metadatas: Any, counts: Counter[str], summaries: dict[str, str] | Non
 
 @contextmanager
 def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool = False,
-               recorded_kind: str | None = None) -> Iterator[OpenedStore]:
+               recorded_kind: str | None = None, writes: bool | None = None) -> Iterator[OpenedStore]:
     """The collection, open for the block; the client is closed when the block ends.
 
     Args:
@@ -183,11 +187,15 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         empty_ok: with ``create=False``, a missing Qdrant collection is an empty one (its ingest record lists it:
             ``QdrantVectorStore`` creates the collection with its first row, and no file gave one).
         recorded_kind: the kind of store the collection's ingest record names (see :func:`check_store_folder`).
+        writes: the block writes the collection (default: ``create``), holding the record's lock. A Chroma store's
+            vector index is compared with the checksums of its ingest record before the client opens it, and a
+            writer's are recorded anew once its client is closed (:mod:`~llama_index_sac.apps.ingest.chroma_digest`).
 
     Raises:
         IngestError: see :func:`check_store_folder`; the collection is missing (``create=False``); the directory is
-            in use by another process (Qdrant's lock); the store cannot be opened, read or written (its client's
-            error, by type: a damaged database file, a full disk), raised in the block too.
+            in use by another process (Qdrant's lock); a Chroma vector index that is damaged or differs from its
+            recorded checksums; the store cannot be opened, read or written (its client's error, by type: a damaged
+            database file, a full disk), raised in the block too.
         ImportError: the ``vectorstores`` extra is not installed.
     """
     check_collection(collection)
@@ -196,51 +204,17 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
     errors = store_errors(spec.kind)
     open_errors: tuple[type[BaseException], ...] = (*errors, ValueError, OSError)
     if spec.kind in ("chroma", "chroma-http"):
+        unverified: str | None = None
+        recording: AbstractContextManager[Callable[[], None]] = nullcontext(lambda: None)
         if spec.kind == "chroma":
             check_chroma_index(spec, collection)  # before hnswlib reads a damaged index (or finds none)
-        chromadb = require_extra("chromadb", "vectorstores", what)
-        chroma = require_extra("llama_index.vector_stores.chroma", "vectorstores", what)
-        options = chromadb.Settings(anonymized_telemetry=False)
-        try:
-            if spec.url is not None:
-                host, port = spec.host_port
-                _heartbeat(spec.url)  # the client's own first requests have no timeout
-                client = chromadb.HttpClient(host=host, port=port, settings=options)
-                _bounded_waits(client)
-            else:
-                client = chromadb.PersistentClient(path=str(spec.path), settings=options)
-        except open_errors as exc:
-            _forget_failed_chroma(str(spec.path))
-            raise _store_error(spec, exc, "opened") from exc
-        try:
-            try:
-                names = [getattr(c, "name", c) for c in client.list_collections()]
-                if not create and collection not in names:
-                    raise IngestError(_missing(spec, collection, names))
-                found = (client.get_or_create_collection(collection, metadata={"hnsw:space": "cosine"}) if create
-                         else client.get_collection(collection))
-                rows = int(found.count())
-            except IngestError:
-                raise
-            except open_errors as exc:
-                raise _store_error(spec, exc, "opened") from exc
-
-            def chroma_count() -> int:
-                return int(found.count())
-
-            def chroma_rows(summaries: dict[str, str] | None = None) -> Counter[str]:
-                counts: Counter[str] = Counter()
-                for page in range(chroma_count() // _PAGE + 2):  # bounded: the rows now, and one more page
-                    got = found.get(include=["metadatas"], limit=_PAGE, offset=page * _PAGE)
-                    if _count(got["metadatas"], counts, summaries) < _PAGE:
-                        break
-                return counts
-
-            yield OpenedStore(chroma.ChromaVectorStore(chroma_collection=found), rows, chroma_count, chroma_rows)
-        except errors as exc:  # raised in the block: reading or writing the store
-            raise _store_error(spec, exc, "read or written") from exc
-        finally:
-            client.close()
+            record = IngestRecord(spec, collection)
+            written = create if writes is None else writes
+            unverified = verify_index(record, spec, collection, writer=written)
+            if written:
+                recording = recorded_index(record, spec, collection)
+        with recording as start:  # a writer's checksums: recorded once the client below is closed
+            yield from _chroma(spec, collection, create, what, errors, open_errors, unverified, start)
         return
     qdrant_client = require_extra("qdrant_client", "vectorstores", what)
     qdrant = require_extra("llama_index.vector_stores.qdrant", "vectorstores", what)
@@ -280,6 +254,58 @@ def open_store(spec: StoreSpec, collection: str, *, create: bool, empty_ok: bool
         raise _store_error(spec, exc, "read or written") from exc
     finally:
         qclient.close()
+
+
+def _chroma(spec: StoreSpec, collection: str, create: bool, what: str, errors: tuple[type[BaseException], ...],
+            open_errors: tuple[type[BaseException], ...], unverified: str | None,
+            start: Callable[[], None]) -> Iterator[OpenedStore]:
+    """The body of :func:`open_store` for Chroma (embedded or a server): the client opened, ``start`` called, the
+    collection yielded, the client closed."""
+    chromadb = require_extra("chromadb", "vectorstores", what)
+    chroma = require_extra("llama_index.vector_stores.chroma", "vectorstores", what)
+    options = chromadb.Settings(anonymized_telemetry=False)
+    try:
+        if spec.url is not None:
+            host, port = spec.host_port
+            _heartbeat(spec.url)  # the client's own first requests have no timeout
+            client = chromadb.HttpClient(host=host, port=port, settings=options)
+            _bounded_waits(client)
+        else:
+            client = chromadb.PersistentClient(path=str(spec.path), settings=options)
+    except open_errors as exc:
+        _forget_failed_chroma(str(spec.path))
+        raise _store_error(spec, exc, "opened") from exc
+    try:
+        try:
+            names = [getattr(c, "name", c) for c in client.list_collections()]
+            if not create and collection not in names:
+                raise IngestError(_missing(spec, collection, names))
+            found = (client.get_or_create_collection(collection, metadata={"hnsw:space": "cosine"}) if create
+                     else client.get_collection(collection))
+            rows = int(found.count())
+        except IngestError:
+            raise
+        except open_errors as exc:
+            raise _store_error(spec, exc, "opened") from exc
+
+        def chroma_count() -> int:
+            return int(found.count())
+
+        def chroma_rows(summaries: dict[str, str] | None = None) -> Counter[str]:
+            counts: Counter[str] = Counter()
+            for page in range(chroma_count() // _PAGE + 2):  # bounded: the rows now, and one more page
+                got = found.get(include=["metadatas"], limit=_PAGE, offset=page * _PAGE)
+                if _count(got["metadatas"], counts, summaries) < _PAGE:
+                    break
+            return counts
+
+        start()  # a writer's record says "writing" from here
+        yield OpenedStore(chroma.ChromaVectorStore(chroma_collection=found), rows, chroma_count, chroma_rows,
+                          unverified)
+    except errors as exc:  # raised in the block: reading or writing the store
+        raise _store_error(spec, exc, "read or written") from exc
+    finally:
+        client.close()
 
 
 def _timeout() -> Any:

@@ -82,6 +82,8 @@ def open_writer(stack: ExitStack, spec: StoreSpec, record: IngestRecord, setting
     stack.enter_context(bumped_when_written(record))  # at the end, still locked: a running serve reopens
     opened = stack.enter_context(open_store(spec, settings.collection, create=True))
     is_open[0] = True
+    if opened.unverified:
+        say(opened.unverified)
     if not record.exists() and opened.rows:
         raise IngestError(f"collection {settings.collection!r} of {spec} holds {opened.rows} rows that llama-sac "
                           f"ingest did not write (no {record.directory}): use another --collection or --vector-store")
