@@ -73,7 +73,8 @@ def test_the_current_shape_loads_field_by_field():
     semantic, meta, llm = (c.config for c in results.configs)
     assert semantic.parser.kind == "semantic" and "chunk_size" not in semantic.parser.model_dump()
     assert semantic.summarizer.kind == "none" and results.configs[0].summary_info is None
-    assert meta.parser.model_dump() == {"kind": "recursive", "chunk_size": 300, "chunk_overlap": 0, "separators": "sentences"}
+    assert meta.parser.model_dump() == {"kind": "recursive", "chunk_size": 300, "chunk_overlap": 0,
+                                        "separators": "sentences"}
     assert isinstance(meta.summarizer, ExtractiveSummarizerSettings)
     assert (meta.summarizer.max_chars, meta.summarizer.metadata_keys, meta.summarizer.max_terms,
             meta.summarizer.lead_chars, meta.summarizer.include_date, meta.summarizer.terms) == (
