@@ -30,11 +30,21 @@ first N queries only. A ``wording`` other than ``template`` rewrites each query 
 ``llama_index_sac.apps.benchmark.wordings.reword``:
 
     python bench/bench_document_retrieval.py --scope referenced --k 8 64 --wording template trailing --runs 3
+
+``--baseline DIR`` also times the package defaults of ANOTHER version of the library, interleaved with the four
+above over the same store, and checks that both versions return the same hits: ``DIR`` holds that version's
+``llama_index_sac`` renamed ``llama_index_sac_base`` (its imports too), e.g. for commit ``C``::
+
+    mkdir -p /tmp/base && git archive C llama_index_sac | tar -x -C /tmp/base
+    mv /tmp/base/llama_index_sac /tmp/base/llama_index_sac_base
+    grep -rl llama_index_sac /tmp/base | xargs sed -i 's/\\bllama_index_sac\\b/llama_index_sac_base/g'
+    python bench/bench_document_retrieval.py --scope referenced --max-chunks 10000 --k 8 64 --baseline /tmp/base
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import statistics
 import sys
@@ -92,6 +102,9 @@ def main() -> None:
     parser.add_argument("--name-pairs", action=argparse.BooleanOptionalAction, default=DEFAULT_NAME_PAIRS)
     parser.add_argument("--locator-only", action=argparse.BooleanOptionalAction, default=DEFAULT_LOCATOR_ONLY)
     parser.add_argument("--word-parts", action=argparse.BooleanOptionalAction, default=DEFAULT_WORD_PARTS)
+    parser.add_argument("--baseline", type=Path,
+                        help="a folder holding another version of the package as llama_index_sac_base: its defaults "
+                             "are timed too (module docstring)")
     args = parser.parse_args()
     clock = time.perf_counter()
     bench = load_legalbenchrag(DATA, DATASETS, scope=args.scope)
@@ -122,6 +135,12 @@ def main() -> None:
                                             require_name_match=args.require_name_match,
                                             locator_only=args.locator_only, word_parts=args.word_parts)
     ranked_index_s = time.perf_counter() - pairs_clock
+    baseline = None
+    if args.baseline is not None:  # the other version's defaults, its own DocumentIndex over the same nodes
+        sys.path.insert(0, str(args.baseline.resolve()))
+        base_retriever = importlib.import_module("llama_index_sac_base.retrievers.document_aware")
+        base_index = importlib.import_module("llama_index_sac_base.retrievers.document_index")
+        baseline = (base_retriever.DocumentAwareRetriever, base_index.DocumentIndex.from_nodes(nodes))
     built = time.perf_counter() - clock
     rng_queries = rng.standard_normal((len(bench.queries), args.dim), dtype=np.float32)
     cells = []
@@ -130,22 +149,31 @@ def main() -> None:
         queries = list(zip(texts, rng_queries))
         for k in args.k:
             for run in range(args.runs):
-                cell = time_retrievers(index, documents_index, ranked_index, queries, k, args)
+                cell = time_retrievers(index, documents_index, ranked_index, queries, k, args, baseline)
                 cell.update({"wording": wording, "k": k, "run": run + 1})
-                print(json.dumps({key: cell[key] for key in ("wording", "k", "run", "dense_median_ms",
-                                                              "ranked_median_ms", "ranked_ratio_of_medians")}),
-                      flush=True)
+                shown = ["wording", "k", "run", "dense_median_ms", "ranked_median_ms", "ranked_ratio_of_medians"]
+                if baseline is not None:
+                    shown += ["baseline_median_ms", "baseline_ratio_of_medians", "ranked_over_baseline",
+                              "baseline_differs"]
+                print(json.dumps({key: cell[key] for key in shown}), flush=True)
                 cells.append(cell)
     summary = {}
     for wording in args.wording:
         for k in args.k:
-            ratios = [c["ranked_ratio_of_medians"] for c in cells if c["wording"] == wording and c["k"] == k]
+            chosen = [c for c in cells if c["wording"] == wording and c["k"] == k]
+            ratios = [c["ranked_ratio_of_medians"] for c in chosen]
             summary[f"{wording}/k={k}"] = {"ranked_ratio_of_medians": ratios,
                                            "median": statistics.median(ratios)}
+            if baseline is not None:
+                base_ratios = [c["baseline_ratio_of_medians"] for c in chosen]
+                summary[f"{wording}/k={k}"].update({
+                    "baseline_ratio_of_medians": base_ratios, "baseline_median": statistics.median(base_ratios),
+                    "baseline_differs": sum(c["baseline_differs"] for c in chosen)})
     out = {
         "chunks": len(nodes), "documents": len(documents), "queries": len(queries), "scope": args.scope,
         "max_chunks": args.max_chunks, "build_s": built, "document_index_s": document_index_s,
-        "embedded": args.embed, "summary": summary, "cells": cells,
+        "embedded": args.embed, "baseline": None if args.baseline is None else str(args.baseline),
+        "summary": summary, "cells": cells,
         "ranked_options": {"lexical_weight": args.lexical_weight, "question_weight": args.question_weight,
                            "prior_margin": args.prior_margin,
                            "require_name_match": args.require_name_match, "name_pairs": args.name_pairs,
@@ -158,8 +186,11 @@ def main() -> None:
         args.json.write_text(json.dumps(out, indent=2))
 
 
-def time_retrievers(index, documents_index, ranked_index, queries, k: int, args: argparse.Namespace) -> dict:
-    """One timed pass: the four retrievers interleaved query by query over ``queries`` ((text, vector) pairs)."""
+def time_retrievers(index, documents_index, ranked_index, queries, k: int, args: argparse.Namespace,
+                    baseline=None) -> dict:
+    """One timed pass: the four retrievers (five with ``baseline``: the other version's retriever class and its
+    DocumentIndex) interleaved query by query over ``queries`` ((text, vector) pairs). ``baseline_differs``: the
+    queries whose hits (node ids and scores) differ between ``ranked`` and ``baseline``."""
     dense = index.as_retriever(similarity_top_k=k)
     aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=k, lexical_weight=0.0,
                                    question_weight=0.0)
@@ -168,6 +199,11 @@ def time_retrievers(index, documents_index, ranked_index, queries, k: int, args:
     ranked = DocumentAwareRetriever(index, ranked_index, similarity_top_k=k, lexical_weight=args.lexical_weight,
                                     question_weight=args.question_weight)
     dense.retrieve(QueryBundle(queries[0][0], embedding=queries[0][1].tolist()))  # the matrix is built once
+    base = None if baseline is None else baseline[0](index, baseline[1], similarity_top_k=k,
+                                                     lexical_weight=args.lexical_weight,
+                                                     question_weight=args.question_weight)
+    baseline_s: list[float] = []
+    differs = 0
     plain_s: list[float] = []
     aware_s: list[float] = []
     previous_s: list[float] = []
@@ -175,12 +211,28 @@ def time_retrievers(index, documents_index, ranked_index, queries, k: int, args:
     for i, (text, vector) in enumerate(queries):
         # interleaved; the order of the four rotates from query to query so no one always runs first
         runs = [(dense, plain_s), (aware, aware_s), (previous, previous_s), (ranked, ranked_s)]
-        for retriever, times in runs[i % 4:] + runs[: i % 4]:
+        if base is not None:
+            runs.append((base, baseline_s))
+        answers = {}
+        for retriever, times in runs[i % len(runs):] + runs[: i % len(runs)]:
             bundle = QueryBundle(text) if args.embed else QueryBundle(text, embedding=vector.tolist())
             t0 = time.perf_counter()
-            retriever.retrieve(bundle)
+            found = retriever.retrieve(bundle)
             times.append(time.perf_counter() - t0)
+            answers[id(times)] = [(hit.node.node_id, hit.score) for hit in found]
+        if base is not None and answers[id(ranked_s)] != answers[id(baseline_s)]:
+            differs += 1
+    compared = {}
+    if base is not None:
+        compared = {
+            "baseline_median_ms": 1000 * statistics.median(baseline_s),
+            "baseline_ratio_of_medians": statistics.median(baseline_s) / statistics.median(plain_s),
+            "ranked_over_baseline": statistics.median(ranked_s) / statistics.median(baseline_s),
+            "baseline_p90_ms": 1000 * sorted(baseline_s)[int(0.9 * len(baseline_s))],
+            "baseline_differs": differs,
+        }
     return {
+        **compared,
         "dense_median_ms": 1000 * statistics.median(plain_s),
         "aware_median_ms": 1000 * statistics.median(aware_s),
         "ratio_of_medians": statistics.median(aware_s) / statistics.median(plain_s),
