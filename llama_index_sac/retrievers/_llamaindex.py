@@ -1,19 +1,50 @@
 """What the retrievers need from LlamaIndex that its public API does not give, in one place: a
-``VectorStoreIndex``'s embedding model, and the index and filters a ``VectorIndexRetriever`` was made with.
+``VectorStoreIndex``'s embedding model, the index and filters a ``VectorIndexRetriever`` was made with, and a
+``VectorIndexRetriever`` that does not hash the nodes it returns (:func:`dense_retriever`).
 
-These read private attributes of llama-index-core (``VectorStoreIndex._embed_model``,
-``VectorIndexRetriever._index`` and ``._filters``); ``tests/retrievers/test_llamaindex_adapter.py`` checks them
+These read private attributes of llama-index-core (``VectorStoreIndex._embed_model``, ``._callback_manager``,
+``._object_map``, ``VectorIndexRetriever._index`` and ``._filters``) and override one private method
+(``VectorIndexRetriever._determine_nodes_to_fetch``); ``tests/retrievers/test_llamaindex_adapter.py`` checks them
 against the installed core, so a core release that moves them fails that test, not a user's query.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
+from llama_index.core.schema import ObjectType
 from llama_index.core.vector_stores import MetadataFilters
+from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
-__all__ = ["embed_model_of", "index_of"]
+__all__ = ["dense_retriever", "embed_model_of", "index_of"]
+
+
+class _UnhashedRetriever(VectorIndexRetriever):
+    """A ``VectorIndexRetriever`` that tells the nodes to fetch from the docstore by their type alone.
+
+    llama-index-core asks each node a text-keeping store returns for ``as_related_node_info().node_type``, which also
+    computes the node's hash (a sha256 of its text and metadata, summary included) and drops it: most of the time of
+    a query over a few hundred chunks. ``get_type()`` is the same type without the hash, so the same nodes are
+    fetched and the same hits returned."""
+
+    def _determine_nodes_to_fetch(self, query_result: VectorStoreQueryResult) -> list[str]:
+        if query_result.nodes:
+            return [node.node_id for node in query_result.nodes if node.get_type() != ObjectType.TEXT]
+        return super()._determine_nodes_to_fetch(query_result)
+
+
+def dense_retriever(index: VectorStoreIndex, **kwargs: Any) -> BaseRetriever:
+    """``index.as_retriever(**kwargs)``: the same ``VectorIndexRetriever`` (same store query, same hits, same
+    callbacks), without hashing every node it returns (:class:`_UnhashedRetriever`); an index class that overrides
+    ``as_retriever`` gets its own."""
+    if type(index).as_retriever is not VectorStoreIndex.as_retriever:
+        return index.as_retriever(**kwargs)
+    return _UnhashedRetriever(index, node_ids=list(index.index_struct.nodes_dict.values()),
+                              callback_manager=index._callback_manager, object_map=index._object_map, **kwargs)
 
 
 def embed_model_of(index: VectorStoreIndex) -> BaseEmbedding:

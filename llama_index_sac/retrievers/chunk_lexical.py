@@ -17,9 +17,9 @@ candidates only: the document frequencies are those of the ``N`` candidate chunk
 candidate shares (the document's own vocabulary) weighs little and a word few candidates use weighs much. Each
 distinct question word counts once. Words are :func:`~llama_index_sac.retrievers.document_names.word_tokens`
 (lower-cased, stop words out), each reduced to its Snowball English stem (PyStemmer) on both sides, so "copies",
-"copy" and "copying" meet, as do "terminate" and "termination". One pass over each candidate's text; the words of
-the last :data:`TEXT_CACHE_SIZE` texts are kept (least recently used out), since the questions about one contract
-score its chunks again and again.
+"copy" and "copying" meet, as do "terminate" and "termination". One pass over each candidate's text; the word
+counts of the last :data:`TEXT_CACHE_SIZE` texts are kept (least recently used out), since the questions about one
+contract score its chunks again and again, and a candidate seen before costs one look-up per question word.
 """
 
 from __future__ import annotations
@@ -85,10 +85,12 @@ def stems(words: Sequence[str]) -> list[str]:
 
 
 @functools.lru_cache(maxsize=TEXT_CACHE_SIZE)
-def _terms(text: str, stem: bool) -> tuple[str, ...]:
-    """The words of ``text`` (:func:`word_tokens`), as Snowball stems with ``stem``."""
+def _terms(text: str, stem: bool) -> tuple[dict[str, tuple[int, int]], int]:
+    """The words of ``text`` (:func:`word_tokens`, as Snowball stems with ``stem``): word -> (its place among the
+    distinct words in order of first occurrence, its occurrences), and the number of words."""
     words = word_tokens(text)
-    return tuple(stems(words) if stem else words)
+    counts = Counter(stems(words) if stem else words)  # keys in order of first occurrence
+    return {w: (place, count) for place, (w, count) in enumerate(counts.items())}, len(words)
 
 
 def lexical_scores(question: Sequence[str], texts: Sequence[str], *, stem: bool = True) -> np.ndarray:
@@ -101,16 +103,16 @@ def lexical_scores(question: Sequence[str], texts: Sequence[str], *, stem: bool 
     n = len(texts)
     if n == 0 or not question:
         return np.zeros(n, dtype=np.float64)
-    wanted = set(stems(question) if stem else question)
-    counts: list[Counter[str]] = []
+    wanted = list(dict.fromkeys(stems(question) if stem else question))
+    counts: list[dict[str, int]] = []
     lengths = np.empty(n, dtype=np.float64)
     df: Counter[str] = Counter()
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"a candidate's text must be a str, got {type(text).__name__}")
-        words = _terms(text, stem)
-        lengths[i] = len(words)
-        kept = Counter(w for w in words if w in wanted)
+        table, lengths[i] = _terms(text, stem)
+        # the question words the text holds, in the order they first occur in it (the order of the sum below)
+        kept = {w: count for _, count, w in sorted([(*table[w], w) for w in wanted if w in table])}
         counts.append(kept)
         df.update(kept.keys())
     if not df:

@@ -49,7 +49,8 @@ def _unique(hits: Iterable[NodeWithScore]) -> dict[str, NodeWithScore]:
 
 
 def scaled_scores(hits: Sequence[NodeWithScore], scale: ScoreScale) -> list[NodeWithScore]:
-    """``hits`` with their scores on one scale (None counts as 0), each a new ``NodeWithScore``, in their order.
+    """``hits`` with their scores on one scale (None counts as 0), in their order: each a new ``NodeWithScore``, or
+    the hits themselves (a new list) when their scores stay as they are and none is None.
 
     ``"as-is"``: unchanged. ``"band"``: ``1 - COSINE_SPAN * (best - s) / (best - worst)``, the spread of a vector
     index's cosine over its candidates (:data:`~llama_index_sac.constants.COSINE_SPAN`; all equal: 1). ``"max"``: each
@@ -63,6 +64,8 @@ def scaled_scores(hits: Sequence[NodeWithScore], scale: ScoreScale) -> list[Node
     if scale == "auto":
         scale = "as-is" if all(abs(s) <= 1.0 + COSINE_TOLERANCE for s in scores) else "band"
     if scale == "as-is":
+        if all(hit.score is not None for hit in hits):
+            return list(hits)
         scaled = scores
     elif scale == "band":
         low, high = min(scores, default=0.0), max(scores, default=0.0)
