@@ -1,11 +1,13 @@
 """What the retrievers need from LlamaIndex that its public API does not give, in one place: a
 ``VectorStoreIndex``'s embedding model, the index and filters a ``VectorIndexRetriever`` was made with, and a
-``VectorIndexRetriever`` that does not hash the nodes it returns (:func:`dense_retriever`).
+``VectorIndexRetriever`` that does not hash the nodes it returns (:func:`dense_retriever`), and its hits for a query
+with an embedding straight from the store (:func:`dense_search`, :func:`adense_search`).
 
 These read private attributes of llama-index-core (``VectorStoreIndex._embed_model``, ``._callback_manager``,
-``._object_map``, ``VectorIndexRetriever._index`` and ``._filters``) and override one private method
-(``VectorIndexRetriever._determine_nodes_to_fetch``); ``tests/retrievers/test_llamaindex_adapter.py`` checks them
-against the installed core, so a core release that moves them fails that test, not a user's query.
+``._object_map``, ``VectorIndexRetriever._index``, ``._filters`` and ``._kwargs``), call one private method
+(``VectorIndexRetriever._build_vector_store_query``) and override another (``._determine_nodes_to_fetch``);
+``tests/retrievers/test_llamaindex_adapter.py`` checks them against the installed core, so a core release that
+moves them fails that test, not a user's query.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
-from llama_index.core.schema import ObjectType
+from llama_index.core.schema import NodeWithScore, ObjectType, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
-__all__ = ["dense_retriever", "embed_model_of", "index_of"]
+__all__ = ["DenseSearch", "adense_search", "dense_retriever", "dense_search", "embed_model_of", "index_of"]
 
 
 class _UnhashedRetriever(VectorIndexRetriever):
@@ -73,3 +75,60 @@ def index_of(retriever: VectorIndexRetriever) -> tuple[VectorStoreIndex, Metadat
         raise TypeError("this llama-index-core's VectorIndexRetriever keeps its index and filters elsewhere: an "
                         "unsupported llama-index-core version")
     return index, filters
+
+
+def _hits(result: VectorStoreQueryResult) -> list[NodeWithScore] | None:
+    """A store's answer as ``VectorIndexRetriever.retrieve`` returns it when every node is a text node the store
+    keeps (each node once, its first hit, with its similarity; None when the store gave none); None when some node
+    needs more (none kept, an ``IndexNode`` to retrieve from, an image): then only the retriever gives its hits."""
+    if result.nodes is None or any(node.get_type() != ObjectType.TEXT for node in result.nodes):
+        return None
+    similarities = result.similarities
+    seen: set[str] = set()
+    hits = []
+    for i, node in enumerate(result.nodes):
+        if node.node_id not in seen:
+            seen.add(node.node_id)
+            hits.append(NodeWithScore(node=node, score=None if similarities is None else similarities[i]))
+    return hits
+
+
+def dense_search(index: VectorStoreIndex, query_bundle: QueryBundle, **kwargs: Any) -> list[NodeWithScore]:
+    """The hits of ``dense_retriever(index, **kwargs).retrieve(query_bundle)``: for a query with its embedding over a
+    store that keeps the nodes' text, the retriever's own store query and its hits, without the callback event,
+    instrumentation spans and debug log a retrieval emits (those of the retriever that calls this one remain);
+    otherwise (no embedding, a store without text, non-text nodes, an index class with its own ``as_retriever``)
+    the retriever's ``retrieve``."""
+    retriever = dense_retriever(index, **kwargs)
+    if not isinstance(retriever, _UnhashedRetriever) or query_bundle.embedding is None or not (
+            index.vector_store.stores_text):
+        return retriever.retrieve(query_bundle)
+    result = index.vector_store.query(retriever._build_vector_store_query(query_bundle), **retriever._kwargs)
+    hits = _hits(result)
+    return retriever.retrieve(query_bundle) if hits is None else hits
+
+
+async def adense_search(index: VectorStoreIndex, query_bundle: QueryBundle, **kwargs: Any) -> list[NodeWithScore]:
+    """:func:`dense_search` through the store's and the retriever's async paths."""
+    retriever = dense_retriever(index, **kwargs)
+    if not isinstance(retriever, _UnhashedRetriever) or query_bundle.embedding is None or not (
+            index.vector_store.stores_text):
+        return await retriever.aretrieve(query_bundle)
+    result = await index.vector_store.aquery(retriever._build_vector_store_query(query_bundle), **retriever._kwargs)
+    hits = _hits(result)
+    return await retriever.aretrieve(query_bundle) if hits is None else hits
+
+
+class DenseSearch:
+    """``index.as_retriever(**kwargs)`` as :func:`dense_search` runs it: ``retrieve`` and ``aretrieve`` give that
+    retriever's hits for a ``QueryBundle``."""
+
+    def __init__(self, index: VectorStoreIndex, **kwargs: Any) -> None:
+        self.index = index
+        self.kwargs = kwargs
+
+    def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return dense_search(self.index, query_bundle, **self.kwargs)
+
+    async def aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await adense_search(self.index, query_bundle, **self.kwargs)

@@ -61,7 +61,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from llama_index_sac._warn import caller_stacklevel
 from llama_index_sac.constants import DEFAULT_FOCUS_DOCUMENTS, DEFAULT_SIMILARITY_TOP_K
 from llama_index_sac.embeddings.default import default_embedding_model
-from llama_index_sac.retrievers._llamaindex import dense_retriever, embed_model_of, index_of
+from llama_index_sac.retrievers._llamaindex import DenseSearch, embed_model_of, index_of
 from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.options import RankingOptions, options_from
 from llama_index_sac.retrievers.ranking import located_documents, rank
@@ -192,10 +192,12 @@ class DocumentAwareRetriever(BaseRetriever):
         return dict(self.__dict__)
 
     # -- the searches ----------------------------------------------------------------------------------------
-    def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> BaseRetriever:
+    def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> DenseSearch:
+        """The dense top ``top_k`` of the index, within ``doc_ids`` if given: ``index.as_retriever``'s store query
+        and hits (:class:`._llamaindex.DenseSearch`: without a callback event per search)."""
         assert self.index is not None
         filters = self.filters if doc_ids is None else with_document(self.filters, self.doc_id_key, doc_ids)
-        return dense_retriever(self.index, similarity_top_k=top_k, filters=filters)
+        return DenseSearch(self.index, similarity_top_k=top_k, filters=filters)
 
     def _prepare(self, query_bundle: QueryBundle) -> dict[str, float]:
         """Check the query; the prior of its documents (empty with ``prior_weight=0``)."""
