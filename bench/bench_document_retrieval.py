@@ -31,9 +31,10 @@ first N queries only. A ``wording`` other than ``template`` rewrites each query 
 
     python bench/bench_document_retrieval.py --scope referenced --k 8 64 --wording template trailing --runs 3
 
-``--baseline DIR`` also times the package defaults of ANOTHER version of the library, interleaved with the four
-above over the same store, and checks that both versions return the same hits: ``DIR`` holds that version's
-``llama_index_sac`` renamed ``llama_index_sac_base`` (its imports too), e.g. for commit ``C``::
+``--baseline DIR`` also times the package defaults of ANOTHER version of the library (its own ``NumpyVectorStore``
+holding the same vectors), interleaved with the four above, and checks that both versions return the same hits:
+``DIR`` holds that version's ``llama_index_sac`` renamed ``llama_index_sac_base`` (its imports too), e.g. for
+commit ``C``::
 
     mkdir -p /tmp/base && git archive C llama_index_sac | tar -x -C /tmp/base
     mv /tmp/base/llama_index_sac /tmp/base/llama_index_sac_base
@@ -140,7 +141,10 @@ def main() -> None:
         sys.path.insert(0, str(args.baseline.resolve()))
         base_retriever = importlib.import_module("llama_index_sac_base.retrievers.document_aware")
         base_index = importlib.import_module("llama_index_sac_base.retrievers.document_index")
-        baseline = (base_retriever.DocumentAwareRetriever, base_index.DocumentIndex.from_nodes(nodes))
+        base_store = importlib.import_module("llama_index_sac_base.vector_stores.numpy_store").NumpyVectorStore()
+        base_vectors = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=base_store),
+                                        embed_model=index._embed_model)  # its own store: the same vectors
+        baseline = (base_retriever.DocumentAwareRetriever, base_index.DocumentIndex.from_nodes(nodes), base_vectors)
     built = time.perf_counter() - clock
     rng_queries = rng.standard_normal((len(bench.queries), args.dim), dtype=np.float32)
     cells = []
@@ -188,9 +192,10 @@ def main() -> None:
 
 def time_retrievers(index, documents_index, ranked_index, queries, k: int, args: argparse.Namespace,
                     baseline=None) -> dict:
-    """One timed pass: the four retrievers (five with ``baseline``: the other version's retriever class and its
-    DocumentIndex) interleaved query by query over ``queries`` ((text, vector) pairs). ``baseline_differs``: the
-    queries whose hits (node ids and scores) differ between ``ranked`` and ``baseline``."""
+    """One timed pass: the four retrievers (five with ``baseline``: the other version's retriever class, its
+    DocumentIndex and an index over its own NumpyVectorStore) interleaved query by query over ``queries`` ((text,
+    vector) pairs). ``baseline_differs``: the queries whose hits (node ids and scores) differ between ``ranked`` and
+    ``baseline``."""
     dense = index.as_retriever(similarity_top_k=k)
     aware = DocumentAwareRetriever(index, documents_index, similarity_top_k=k, lexical_weight=0.0,
                                    question_weight=0.0)
@@ -199,7 +204,10 @@ def time_retrievers(index, documents_index, ranked_index, queries, k: int, args:
     ranked = DocumentAwareRetriever(index, ranked_index, similarity_top_k=k, lexical_weight=args.lexical_weight,
                                     question_weight=args.question_weight)
     dense.retrieve(QueryBundle(queries[0][0], embedding=queries[0][1].tolist()))  # the matrix is built once
-    base = None if baseline is None else baseline[0](index, baseline[1], similarity_top_k=k,
+    if baseline is not None:
+        baseline[2].as_retriever(similarity_top_k=1).retrieve(QueryBundle(queries[0][0],
+                                                                          embedding=queries[0][1].tolist()))
+    base = None if baseline is None else baseline[0](baseline[2], baseline[1], similarity_top_k=k,
                                                      lexical_weight=args.lexical_weight,
                                                      question_weight=args.question_weight)
     baseline_s: list[float] = []

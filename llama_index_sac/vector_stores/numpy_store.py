@@ -238,7 +238,7 @@ class NumpyVectorStore(BasePydanticVectorStore):
         return {**node.metadata, **({k: doc_id for k in _DOC_KEYS} if doc_id is not None else {})}
 
     def _candidates(self, query: VectorStoreQuery) -> np.ndarray | None:
-        """Boolean mask of the rows a query may return, or ``None`` for all of them."""
+        """The rows a query may return, ascending, or ``None`` for all of them."""
         # An EMPTY node_ids/doc_ids list means no restriction: VectorStoreIndex.as_retriever passes node_ids=[] to
         # stores that keep the text (their nodes are not in its index struct), as other text-storing stores assume.
         if not query.node_ids and not query.doc_ids and query.filters is None:
@@ -253,12 +253,11 @@ class NumpyVectorStore(BasePydanticVectorStore):
                 doc_ids = wanted if doc_ids is None else doc_ids & wanted
                 filters = None
         if not query.node_ids and filters is None and doc_ids is not None:
-            mask = np.zeros(len(self._ids), dtype=bool)
-            rows = self._doc_rows()
-            for doc in doc_ids:
-                if doc in rows:
-                    mask[rows[doc]] = True
-            return mask
+            rows = self._doc_rows()  # each document's rows, ascending: no scan of the whole store
+            found = [rows[doc] for doc in doc_ids if doc in rows]
+            if len(found) == 1:
+                return found[0]
+            return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
         node_ids = set(query.node_ids) if query.node_ids else None
         keep = build_metadata_filter_fn(self._metadata, filters)
         mask = np.fromiter(
@@ -271,7 +270,7 @@ class NumpyVectorStore(BasePydanticVectorStore):
             dtype=bool,
             count=len(self._ids),
         )
-        return None if mask.all() else mask
+        return None if mask.all() else np.flatnonzero(mask)
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Exact cosine top-``query.similarity_top_k`` for ``query.query_embedding``."""
@@ -285,9 +284,8 @@ class NumpyVectorStore(BasePydanticVectorStore):
         q = np.asarray(query.query_embedding, dtype=np.float32)
         norm = float(np.linalg.norm(q))
         unit = q / norm if norm else q
-        allowed = self._candidates(query)
         # a filter scores only the rows it allows (a document filter: a few hundred rows of a large index)
-        rows = None if allowed is None else np.flatnonzero(allowed)
+        rows = self._candidates(query)
         scores = matrix @ unit if rows is None else matrix[rows] @ unit
         k = min(query.similarity_top_k, len(scores))
         if k <= 0:
