@@ -1,18 +1,30 @@
 """The adapter's reads of llama-index-core (``retrievers/_llamaindex.py``), checked against the installed core: a
 core release that moves ``VectorStoreIndex._embed_model`` or ``VectorIndexRetriever._index``/``._filters`` fails
-here."""
+here, as does a core whose ``VectorIndexRetriever`` builds its store query, or tells the nodes to fetch, in another
+way than :func:`~llama_index_sac.retrievers._llamaindex.dense_search` assumes."""
 
 from __future__ import annotations
+
+import asyncio
 
 import llama_index.core
 import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
-from llama_index.core.schema import TextNode
+from llama_index.core.schema import IndexNode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
 from llama_index_sac import NumpyVectorStore
-from llama_index_sac.retrievers._llamaindex import embed_model_of, index_of
+from llama_index_sac.retrievers._llamaindex import (
+    DenseSearch,
+    adense_search,
+    dense_retriever,
+    dense_search,
+    embed_model_of,
+    index_of,
+)
 from tests.conftest import FakeEmbedding
 
 
@@ -45,3 +57,76 @@ def test_the_index_and_filters_of_a_vector_index_retriever_are_those_it_was_made
     assert index_of(plain) == (index, None)
     with pytest.raises(TypeError, match="^retriever must be a VectorIndexRetriever, got VectorStoreIndex$"):
         index_of(index)  # type: ignore[arg-type]
+
+
+# -- the dense searches of DocumentAwareRetriever: index.as_retriever's hits, straight from the store -------------
+
+
+def _documents_index(store: NumpyVectorStore | None = None) -> VectorStoreIndex:
+    """Six chunks of three documents (SOURCE relationships), over ``store`` (None: LlamaIndex's default, which keeps
+    no text)."""
+    nodes = []
+    for doc in ("nda-a.txt", "nda-b.txt", "msa-c.txt"):
+        for i, text in enumerate(("The Receiving Party keeps copies of Confidential Information.",
+                                  "Notices are given in writing to the addresses above.")):
+            node = TextNode(text=f"{doc}: {text}", id_=f"{doc}#{i}", metadata={"year": 2019 + i})
+            node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc)
+            nodes.append(node)
+    context = StorageContext.from_defaults(vector_store=store) if store is not None else None
+    return VectorStoreIndex(nodes, storage_context=context, embed_model=FakeEmbedding())
+
+
+def _pairs(hits: list[NodeWithScore]) -> list[tuple[str, float | None]]:
+    return [(hit.node.node_id, hit.score) for hit in hits]
+
+
+@pytest.mark.parametrize("store", ["numpy", "simple"])
+def test_dense_search_gives_the_hits_of_as_retriever_with_and_without_filters(store: str) -> None:
+    index = _documents_index(NumpyVectorStore() if store == "numpy" else None)
+    assert index.vector_store.stores_text is (store == "numpy")  # "simple": the retriever's own path
+    bundle = QueryBundle("who keeps copies?", embedding=FakeEmbedding().get_query_embedding("who keeps copies?"))
+    only_b = MetadataFilters(filters=[MetadataFilter(key="ref_doc_id", value=["nda-b.txt"],
+                                                     operator=FilterOperator.IN)])
+    for kwargs in ({"similarity_top_k": 4}, {"similarity_top_k": 3, "filters": only_b}, {"similarity_top_k": 10}):
+        expected = _pairs(index.as_retriever(**kwargs).retrieve(bundle))
+        assert expected and _pairs(dense_search(index, bundle, **kwargs)) == expected
+        assert _pairs(DenseSearch(index, **kwargs).retrieve(bundle)) == expected
+        assert _pairs(asyncio.run(adense_search(index, bundle, **kwargs))) == expected
+    assert {hit.node.ref_doc_id for hit in dense_search(index, bundle, similarity_top_k=3, filters=only_b)} == {
+        "nda-b.txt"}
+
+
+def test_dense_search_over_a_text_keeping_store_emits_no_retrieve_event_of_its_own() -> None:
+    index = _documents_index(NumpyVectorStore())
+    handler = LlamaDebugHandler()
+    index._callback_manager = CallbackManager([handler])
+    bundle = QueryBundle("notices", embedding=FakeEmbedding().get_query_embedding("notices"))
+    index.as_retriever(similarity_top_k=2).retrieve(bundle)
+    assert len(handler.get_event_pairs(CBEventType.RETRIEVE)) == 1  # LlamaIndex's retriever: one event
+    dense_search(index, bundle, similarity_top_k=2)
+    assert len(handler.get_event_pairs(CBEventType.RETRIEVE)) == 1  # the search: none more
+
+
+def test_the_nodes_to_fetch_are_those_of_llamaindex_without_hashing() -> None:
+    index = _documents_index(NumpyVectorStore())
+    text = TextNode(text="kept", id_="t")
+    link = IndexNode(text="a link", id_="i", index_id="other")
+    result = VectorStoreQueryResult(nodes=[text, link], similarities=[0.5, 0.4], ids=["t", "i"])
+    ours, theirs = dense_retriever(index, similarity_top_k=2), index.as_retriever(similarity_top_k=2)
+    assert isinstance(ours, VectorIndexRetriever) and isinstance(theirs, VectorIndexRetriever)
+    assert type(ours) is not type(theirs)
+    assert ours._determine_nodes_to_fetch(result) == theirs._determine_nodes_to_fetch(result) == ["i"]
+
+
+def test_an_index_class_with_its_own_as_retriever_gets_its_own() -> None:
+    class Custom(VectorStoreIndex):
+        def as_retriever(self, **kwargs: object) -> VectorIndexRetriever:
+            return VectorIndexRetriever(self, similarity_top_k=1)  # one hit, whatever is asked
+
+    plain = _documents_index(NumpyVectorStore())
+    index = Custom(nodes=None, index_struct=plain.index_struct, storage_context=plain.storage_context,
+                   embed_model=FakeEmbedding())
+    bundle = QueryBundle("notices", embedding=FakeEmbedding().get_query_embedding("notices"))
+    assert type(dense_retriever(index, similarity_top_k=4)) is VectorIndexRetriever
+    assert len(dense_search(index, bundle, similarity_top_k=4)) == 1
+    assert len(dense_search(plain, bundle, similarity_top_k=4)) == 4
