@@ -48,6 +48,8 @@ _RUN_RE = re.compile(r"(?<![\w\-])\w[\w\-]*")
 # the runs that start with an upper-case or non-ASCII letter or a digit: the candidate names, found by the regular
 # expression itself so that the Python loop sees a small share of the words only
 _CANDIDATE_RE = re.compile(r"(?<![\w\-])[^\W_a-z][\w\-]*")
+# the ASCII word characters that are not letters (and the hyphen): what a word without a letter is made of
+_NOT_LETTERS = "0123456789_-"
 #: Joins the two words of a two-word name token (``"blue_apron"``); a word token never holds it at its edges.
 PAIR_SEPARATOR = "_"
 # the most characters between two adjacent words of a pair (spaces or tabs only)
@@ -72,6 +74,11 @@ def _words(text: str, names_only: bool) -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     stop = stop_words()
+    if not names_only and text.isascii():
+        # ASCII: lower-casing changes no character's class and no length, so the runs of the lower-cased text are
+        # the lower-cased runs; a run of [a-z0-9_-] holds a letter when something is left without digits, _ and -
+        return [token for run in _RUN_RE.findall(text.lower()) if len(token := run.strip("-_")) >= 2
+                and token not in stop and token.strip(_NOT_LETTERS)]
     out = []
     for run in (_CANDIDATE_RE if names_only else _RUN_RE).findall(text):
         token = _word(run, names_only, stop)

@@ -7,10 +7,13 @@ import pickle
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llama_index_sac import DocumentIndex
+from llama_index_sac.retrievers import document_names
 from llama_index_sac.retrievers.document_names import with_word_parts, word_tokens
-from llama_index_sac.summarizers.terms import TermStatistics
+from llama_index_sac.summarizers.terms import TermStatistics, stop_words
 
 # 100 documents: a word is distinctive below 2 of them (the default 2%)
 TABLE = TermStatistics({"nda": 50, "privacy": 70, "policy": 60, "agreement": 90, "txt": 40}, 100)
@@ -110,3 +113,20 @@ def test_a_pickled_index_does_not_carry_the_shipped_table() -> None:
     assert copy.prior(query).tolist() == index.prior(query).tolist() and set(copy.prior_of(query)) == {"ag"}
 
 
+
+
+def _word_by_word(text: str) -> list[str]:
+    """word_tokens by its rule, one run at a time (the path every non-ASCII text takes)."""
+    found = (document_names._word(run, False, stop_words()) for run in document_names._RUN_RE.findall(text))
+    return [word for word in found if word is not None]
+
+
+@given(st.text(alphabet=st.sampled_from(list("aZq9_-' .,;\n\"Eéİß")), max_size=80))
+def test_word_tokens_of_ascii_text_follow_the_rule_of_each_run(text: str) -> None:
+    assert word_tokens(text) == _word_by_word(text)  # ASCII texts take the lower-cased fast path, the others not
+
+
+def test_word_tokens_hand_worked_ascii_and_not() -> None:
+    text = "The Receiving-Party's 2 copies of NDA-2024, -x- 12-34 _a_ Co_Op"
+    assert text.isascii() and word_tokens(text) == ["receiving-party", "copies", "nda-2024", "co_op"]
+    assert word_tokens("Die Ärzte-Kammer of İstanbul") == ["die", "ärzte-kammer", "i̇stanbul"]
