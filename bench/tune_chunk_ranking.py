@@ -56,7 +56,7 @@ from llama_index_sac.apps.benchmark.cache import EmbeddingCache
 from llama_index_sac.apps.benchmark.config import LoaderOptions, RunSettings, parse_config
 from llama_index_sac.apps.benchmark.runner import _augment, _EmbedTexts, _QueryVectors
 from llama_index_sac.evaluation.evaluator import RetrievalQualityEvaluator
-from llama_index_sac.retrievers._llamaindex import embed_model_of
+from llama_index_sac.retrievers._llamaindex import DenseSearch, embed_model_of
 from llama_index_sac.retrievers.document_aware import DocumentAwareRetriever
 from llama_index_sac.retrievers.document_index import DocumentIndex
 from llama_index_sac.retrievers.ranking import lexical_units, rank
@@ -104,7 +104,7 @@ def grid_points(grid: str) -> list[Point]:
 class _Remembered:
     """A store query whose hits are remembered per (query, k, documents)."""
 
-    def __init__(self, retriever: BaseRetriever, key: tuple[Any, ...], memory: dict[Any, list[NodeWithScore]]) -> None:
+    def __init__(self, retriever: DenseSearch, key: tuple[Any, ...], memory: dict[Any, list[NodeWithScore]]) -> None:
         self.retriever, self.key, self.memory = retriever, key, memory
 
     def retrieve(self, bundle: QueryBundle) -> list[NodeWithScore]:

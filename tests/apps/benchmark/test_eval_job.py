@@ -84,11 +84,13 @@ def test_parse_config_presets_and_dotted_overrides():
 
 def test_the_separator_hierarchy_is_one_option_away_and_the_default_parser_is_unchanged():
     default, words = parse_config("default"), parse_config("default:parser.separators=words,name=default-words")
+    assert isinstance(default.parser, RecursiveParserSettings) and isinstance(words.parser, RecursiveParserSettings)
     assert (default.parser.separators, words.parser.separators, words.name) == ("sentences", "words", "default-words")
-    built = factories.build_parser(default.parser)
+    built, built_words = factories.build_parser(default.parser), factories.build_parser(words.parser)
+    assert isinstance(built, RecursiveCharacterNodeParser) and isinstance(built_words, RecursiveCharacterNodeParser)
     assert built.separators == ["\n\n", "\n", ". ", " ", ""] and not built.is_separator_regex  # as published
     assert built.to_dict() == RecursiveCharacterNodeParser().to_dict()  # same settings: same ids and cache keys
-    assert factories.build_parser(words.parser).separators == ["\n\n", "\n", " ", ""]
+    assert built_words.separators == ["\n\n", "\n", " ", ""]
     assert RecursiveParserSettings(separators="words").component_kwargs() == {
         "chunk_size": 500, "chunk_overlap": 0, "separators": ["\n\n", "\n", " ", ""]}
 
