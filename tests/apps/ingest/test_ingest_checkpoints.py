@@ -35,13 +35,18 @@ warnings.simplefilter("ignore")
 from tests.conftest import FakeEmbedding
 from llama_index_sac.apps.ingest.run import IngestSettings, ingest
 
+calls = [0]
+
 class SlowEmbedding(FakeEmbedding):  # the same identity as FakeEmbedding: the re-run may use the plain one
     @classmethod
     def class_name(cls):
         return "FakeEmbedding"
 
     def _vector(self, text):
-        time.sleep(0.03)
+        # slower and slower: the first documents commit within seconds, the rest would take a minute, so a parent
+        # starved of CPU on a loaded machine still signals the run in the middle, never after its end
+        calls[0] += 1
+        time.sleep(0.03 * (1 + calls[0] / 20))
         return super()._vector(text)
 
 print(ingest([sys.argv[1]], sys.argv[2], IngestSettings(show_progress=False), embed_model=SlowEmbedding()).line())
