@@ -71,8 +71,10 @@ def killed_run(docs: Path, spec: str, sig: int, after: int) -> tuple[list[str], 
     journal = Journal(IngestRecord(StoreSpec.parse(spec), COLLECTION))
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
+    # SIGINT as a terminal delivers it: the child must not inherit an ignored SIGINT from the test process
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(docs), spec], cwd=REPO, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 240
         while len(committed(journal)) < after:
