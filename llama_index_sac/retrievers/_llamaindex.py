@@ -12,7 +12,7 @@ moves them fails that test, not a user's query.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -93,6 +93,13 @@ def _hits(result: VectorStoreQueryResult) -> list[NodeWithScore] | None:
     return hits
 
 
+def _direct(retriever: BaseRetriever, index: VectorStoreIndex,
+            query_bundle: QueryBundle) -> TypeGuard[_UnhashedRetriever]:
+    """Whether the store can be asked straight: our retriever, a query with its embedding, a store keeping text."""
+    return (isinstance(retriever, _UnhashedRetriever) and query_bundle.embedding is not None
+            and index.vector_store.stores_text)
+
+
 def dense_search(index: VectorStoreIndex, query_bundle: QueryBundle, **kwargs: Any) -> list[NodeWithScore]:
     """The hits of ``dense_retriever(index, **kwargs).retrieve(query_bundle)``: for a query with its embedding over a
     store that keeps the nodes' text, the retriever's own store query and its hits, without the callback event,
@@ -100,8 +107,7 @@ def dense_search(index: VectorStoreIndex, query_bundle: QueryBundle, **kwargs: A
     otherwise (no embedding, a store without text, non-text nodes, an index class with its own ``as_retriever``)
     the retriever's ``retrieve``."""
     retriever = dense_retriever(index, **kwargs)
-    if not isinstance(retriever, _UnhashedRetriever) or query_bundle.embedding is None or not (
-            index.vector_store.stores_text):
+    if not _direct(retriever, index, query_bundle):
         return retriever.retrieve(query_bundle)
     result = index.vector_store.query(retriever._build_vector_store_query(query_bundle), **retriever._kwargs)
     hits = _hits(result)
@@ -111,8 +117,7 @@ def dense_search(index: VectorStoreIndex, query_bundle: QueryBundle, **kwargs: A
 async def adense_search(index: VectorStoreIndex, query_bundle: QueryBundle, **kwargs: Any) -> list[NodeWithScore]:
     """:func:`dense_search` through the store's and the retriever's async paths."""
     retriever = dense_retriever(index, **kwargs)
-    if not isinstance(retriever, _UnhashedRetriever) or query_bundle.embedding is None or not (
-            index.vector_store.stores_text):
+    if not _direct(retriever, index, query_bundle):
         return await retriever.aretrieve(query_bundle)
     result = await index.vector_store.aquery(retriever._build_vector_store_query(query_bundle), **retriever._kwargs)
     hits = _hits(result)

@@ -30,13 +30,13 @@ import numpy as np
 
 from llama_index_sac.apps.ingest.files import IngestError, StoreSpec
 
-__all__ = ["check_chroma_index", "vector_segment"]
+__all__ = ["check_chroma_index", "store_segment"]
 
 _HEADER = struct.Struct("<iQQQQQQiIQQQdQ")  # version, then hnswlib's saveIndex header
 _FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin")
 
 
-def vector_segment(database: Path, collection: str) -> tuple[str, int, int] | None:
+def _segment(database: Path, collection: str) -> tuple[str, int, int] | None:
     """(vector segment id, rows indexed according to ``max_seq_id``, dimension) of ``collection``; None when the
     database does not say (no such collection, another layout, an unreadable file: Chroma reports those)."""
     try:
@@ -97,14 +97,19 @@ def _index_problem(folder: Path, dimension: int) -> str | None:
     return None
 
 
+def store_segment(spec: StoreSpec, collection: str) -> tuple[str, int, int] | None:
+    """:func:`_segment` of a ``chroma:DIR`` store's ``chroma.sqlite3``; None when there is no such file."""
+    database = spec.path / "chroma.sqlite3"
+    return _segment(database, collection) if database.is_file() else None
+
+
 def check_chroma_index(spec: StoreSpec, collection: str) -> None:
     """Refuse a Chroma store whose vector index of ``collection`` is missing or damaged (module docstring).
 
     Raises:
         IngestError: naming the store, the folder, what is wrong and the repair.
     """
-    database = spec.path / "chroma.sqlite3"
-    found = vector_segment(database, collection) if database.is_file() else None
+    found = store_segment(spec, collection)
     if found is None:
         return
     segment, indexed, dimension = found

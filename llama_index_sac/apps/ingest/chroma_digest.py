@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_sac._json_io import PersistedFileError, read_json
-from llama_index_sac.apps.ingest.chroma_check import vector_segment
+from llama_index_sac.apps.ingest.chroma_check import store_segment
 from llama_index_sac.apps.ingest.files import IngestError, IngestRecord, StoreSpec
 
 __all__ = ["DIGEST_FILE", "INDEX_FILES", "index_files", "recorded_index", "verify_index"]
@@ -81,8 +81,7 @@ def index_files(spec: StoreSpec, collection: str) -> dict[str, Any]:
     Raises:
         OSError: a file of the index cannot be read.
     """
-    database = spec.path / "chroma.sqlite3"
-    found = vector_segment(database, collection) if database.is_file() else None
+    found = store_segment(spec, collection)
     if found is None:
         return {"segment": None, "files": {}}
     folder = spec.path / found[0]
@@ -100,10 +99,15 @@ def _path(record: IngestRecord) -> Path:
 
 
 def _write(record: IngestRecord, value: dict[str, Any]) -> None:
+    _replace(record, json.dumps({"format": _FORMAT, **value}, indent=1, sort_keys=True).encode("ascii"))
+
+
+def _replace(record: IngestRecord, data: bytes) -> None:
+    """The record file holds ``data``: written to a temporary name, then renamed into place."""
     path = _path(record)
     record.directory.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{DIGEST_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"format": _FORMAT, **value}, indent=1, sort_keys=True), encoding="ascii")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
@@ -192,8 +196,7 @@ def verify_index(record: IngestRecord, spec: StoreSpec, collection: str, *, writ
     fix = "this run records them" if writer else "llama-sac ingest records them"
     for attempt in range(3):
         recorded = _read(record)
-        database = spec.path / "chroma.sqlite3"
-        found = vector_segment(database, collection) if database.is_file() else None
+        found = store_segment(spec, collection)
         if found is None:
             return None  # no such collection (yet): nothing for Chroma to load
         folder = spec.path / found[0]
@@ -227,8 +230,7 @@ def verify_index(record: IngestRecord, spec: StoreSpec, collection: str, *, writ
 def _stamps(spec: StoreSpec, collection: str) -> list[tuple[str, int, int, int, int]]:
     """(name, inode, bytes, mtime_ns, ctime_ns) of each file of the persisted index now (``[]``: none persisted),
     to tell whether a writer changed them."""
-    database = spec.path / "chroma.sqlite3"
-    found = vector_segment(database, collection) if database.is_file() else None
+    found = store_segment(spec, collection)
     if found is None or not (spec.path / found[0] / _PERSISTED).exists():
         return []
     out = []
@@ -271,14 +273,7 @@ def recorded_index(record: IngestRecord, spec: StoreSpec, collection: str) -> It
                 elif previous is None:
                     _path(record).unlink(missing_ok=True)
                 else:
-                    _restore(record, previous)
+                    _replace(record, previous)
         raise
     if began:
         _write(record, {"state": "recorded", **index_files(spec, collection)})
-
-
-def _restore(record: IngestRecord, data: bytes) -> None:
-    path = _path(record)
-    tmp = path.with_name(f"{DIGEST_FILE}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
