@@ -9,4 +9,4 @@ from llama_index_sac.embeddings.default import default_embedding_model
 
 @pytest.fixture(scope="module")
 def minilm():
-    return default_embedding_model(backend="torch")  # the ONNX runtime: tests/embeddings/test_embeddings_onnx.py
+    return default_embedding_model(backend="torch")  # the ONNX runtime: tests/embeddings/test_onnx.py
