@@ -20,6 +20,7 @@ from tests.conftest import LEGALBENCH, requires_legalbench
 
 runner = CliRunner()
 
+
 # -- bad input: one clear message, exit code 2, no traceback -----------------------------------------------------------
 
 
