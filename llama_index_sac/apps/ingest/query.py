@@ -60,15 +60,36 @@ def _keys(text: str) -> set[str]:
     return keys
 
 
+_HEADING_WORD = re.compile(r"[\W_]*(?:[A-Z0-9§]|(?:and|of|the|or|for|to|in|on|a)\W*$)")
+_HEADING_MAX_WORDS = 8
+
+
+def _with_headings_joined(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` (sentences tiling ``text``) with each run of headings joined to the sentence after it: a heading
+    is at most :data:`_HEADING_MAX_WORDS` words, each opening with a capital, a digit or ``§`` (punctuation before
+    it allowed) or a joining word ("Price and Payment."). The last sentence stays as it is."""
+    joined: list[tuple[int, int]] = []
+    start: int | None = None
+    for i, (s, e) in enumerate(spans):
+        start = s if start is None else start
+        words = text[s:e].split()
+        if i + 1 < len(spans) and len(words) <= _HEADING_MAX_WORDS and all(_HEADING_WORD.match(w) for w in words):
+            continue
+        joined.append((start, e))
+        start = None
+    return joined
+
+
 def matched_passage(text: str, question: str, max_chars: int | None) -> str:
     """At most ``max_chars`` characters of the chunk ``text``: the passage that matched ``question``.
 
     The passage is made of whole sentences (:func:`~llama_index_sac.sentences.sentence_spans`): the sentence that
     shares the most distinct words with the question (words of three or more letters but common function words, the
     first five letters, a plural ``s`` dropped; the first sentence on a tie), then the sentences after it and before
-    it, alternately, while they fit. ``"[...]"`` marks text left out at either end and counts in ``max_chars``; a
-    sentence longer than the room is cut at a space (or at the limit). Whitespace runs are shown as one space. Linear
-    in the text.
+    it, alternately, while they fit. A heading ("6. Governing Law.", "ARTICLE VIII.": at most eight words, each
+    capitalised, a number or a joining word) is one sentence with the sentence after it, so it is never shown
+    alone. ``"[...]"`` marks text left out at either end and counts in ``max_chars``; a sentence longer than the
+    room is cut at a space (or at the limit). Whitespace runs are shown as one space. Linear in the text.
 
     Args:
         text: the chunk.
@@ -91,6 +112,7 @@ def matched_passage(text: str, question: str, max_chars: int | None) -> str:
         return flat[:max_chars]
     spans = sentence_spans(flat)  # they tile the text; each ends with its following space, if any
     asked = _keys(question)
+    spans = _with_headings_joined(flat, spans)
     scores = [len(asked & _keys(flat[s:e])) for s, e in spans]
     first = last = scores.index(max(scores))
 

@@ -38,9 +38,33 @@ def test_matched_passage_by_hand() -> None:
         matched_passage(CHUNK, QUESTION, 0)
 
 
-@given(st.text(alphabet="ab .\n", max_size=200), st.integers(1, 120))
-def test_matched_passage_fits_and_is_the_chunks_text(text: str, limit: int) -> None:
-    shown = matched_passage(text, "a b", limit)
+def test_matched_passage_shows_a_heading_with_its_clause() -> None:
+    # a numbered heading is a sentence of its own ("6. ", "Governing Law. ") and shares the question's words with
+    # the clause under it: it is joined to that clause, never shown alone
+    chunk = ("5. Return of Materials. The Recipient shall return all copies. 6. Governing Law. This Agreement shall "
+             "be governed by the laws of Germany, without regard to its conflict of laws principles.")
+    question = "which law governs the acme nda"  # "law" and "gover": 0 in the first part, 2 in the second
+    # the second part, "6. Governing Law. This Agreement ... principles." (3 + 15 + 107 = 125 characters), is longer
+    # than the room at 100 (100 - 12 = 88): its start, cut at the last space within 88 characters (82, "without")
+    assert matched_passage(chunk, question, 100) == (
+        "[...] 6. Governing Law. This Agreement shall be governed by the laws of Germany, without [...]")
+    # at 140 the room (128) holds it (125), not the first part (62 and a space) before it
+    assert matched_passage(chunk, question, 140) == (
+        "[...] 6. Governing Law. This Agreement shall be governed by the laws of Germany, without regard to its "
+        "conflict of laws principles.")
+    # "Payment" is in the heading "3. Price and Payment." only, "suppl" in the delivery clause only: a tie, the first
+    # (the heading with its clause, 21 + 1 + 27 = 49 characters) is shown in the room of 62 - 12 = 50
+    chunk = "3. Price and Payment. Buyer shall pay in 45 days. 4. Delivery. Supplier shall deliver FCA Pittsburgh."
+    assert matched_passage(chunk, "payment terms tolland supply", 62) == (
+        "3. Price and Payment. Buyer shall pay in 45 days. [...]")
+    # a chunk that ends with headings: they are joined to the last sentence ("7. " to "Term."), nothing after it;
+    # room 20 - 12 = 8 = len("7. Term.")
+    assert matched_passage("The fee is due on signing. 7. Term.", "which term", 20) == "[...] 7. Term."
+
+
+@given(st.text(alphabet="abB1 .\n", max_size=200), st.integers(1, 120), st.sampled_from(["a b", "bbb", "Bbb aaa"]))
+def test_matched_passage_fits_and_is_the_chunks_text(text: str, limit: int, question: str) -> None:
+    shown = matched_passage(text, question, limit)  # capitalised words and digits: headings joined
     flat = " ".join(text.split())
     assert len(shown) <= limit
     core = shown.removeprefix("[...] ").removesuffix(" [...]")
