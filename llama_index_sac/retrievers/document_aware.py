@@ -172,7 +172,8 @@ class DocumentAwareRetriever(BaseRetriever):
             index = index_of(source)[0] if isinstance(source, VectorIndexRetriever) else source
             if not isinstance(index, VectorStoreIndex):
                 raise ValueError(f"a {type(source).__name__} holds no summaries to read: pass document_index= "
-                                 "(DocumentIndex.from_source(vector_store) or DocumentIndex.load(path))")
+                                 "(DocumentIndex.from_nodes(nodes) for the SAC nodes it retrieves from, "
+                                 "DocumentIndex.from_source(vector_store) or DocumentIndex.load(path))")
             document_index = DocumentIndex.from_source(index)
         return cls(source, document_index, similarity_top_k=similarity_top_k, **kwargs)
 

@@ -70,8 +70,12 @@ def test_from_defaults_over_an_index_a_store_and_a_vector_retriever() -> None:
     assert [h.node.node_id for h in by_store.retrieve(QUESTION)] == first
     by_retriever = DocumentAwareRetriever.from_defaults(index.as_retriever(similarity_top_k=1), similarity_top_k=3)
     assert [h.node.node_id for h in by_retriever.retrieve(QUESTION)] == first
-    with pytest.raises(ValueError, match="pass document_index="):
+    with pytest.raises(ValueError) as raised:
         DocumentAwareRetriever.from_defaults(Fixed([]))
+    # the error names every way to the document index, the nodes in memory first (a BM25Retriever built from them)
+    assert str(raised.value) == ("a Fixed holds no summaries to read: pass document_index= "
+                                 "(DocumentIndex.from_nodes(nodes) for the SAC nodes it retrieves from, "
+                                 "DocumentIndex.from_source(vector_store) or DocumentIndex.load(path))")
     with pytest.raises(TypeError, match="VectorStoreIndex or a BaseRetriever"):
         DocumentAwareRetriever(object(), by_index.document_index)  # type: ignore[arg-type]
 
