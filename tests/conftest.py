@@ -123,6 +123,7 @@ def fake_searcher(hits: list[Any]) -> type:
         ingest_in_progress = False
         unverified = None
         spec = "a fake store"
+        embed_model: Any = None
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             pass

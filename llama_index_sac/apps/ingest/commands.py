@@ -40,6 +40,7 @@ from llama_index_sac.apps.ingest.run import IngestError, IngestSettings, ingest
 from llama_index_sac.apps.ingest.serve_settings import TOKEN_ENV, ServeSettings, is_loopback
 from llama_index_sac.apps.ingest.steps import settings_from_options
 from llama_index_sac.embeddings.default import EmbeddingBackendOptions
+from llama_index_sac.embeddings.limits import check_embed_limit
 from llama_index_sac.ingestion.pipeline import SummaryFailureWarning
 from llama_index_sac.settings import LLMSummarizerSettings, RecursiveParserSettings
 
@@ -49,6 +50,9 @@ _BACKEND = EmbeddingBackendOptions.model_fields
 ParserChoice = Literal["recursive", "semantic", "hybrid"]
 SummarizerChoice = Literal["extractive", "llm"]
 _COLLECTION: str = field_default(IngestSettings, "collection")
+#: What a question longer than the embedding model reads loses (query's warning), and what --document-aware still reads.
+_LONG_QUESTION = "the model reads the start of each question"
+_LONG_QUESTION_AWARE = "; the documents it names and its words are matched in all of it"
 
 
 def _fail(message: str) -> typer.Exit:
@@ -242,6 +246,9 @@ def query_command(
             if searcher.ingest_in_progress:
                 typer.echo(f"an ingest into {searcher.spec} (collection {collection}) is in progress: no chunks yet, "
                            "ask again when it has finished", err=as_json)
+            if searcher.embed_model is not None:  # one warning line for the questions the model would cut
+                check_embed_limit(asked, searcher.embed_model, what="questions",
+                                  advice=_LONG_QUESTION + (_LONG_QUESTION_AWARE if document_aware else ""))
             for number, text in enumerate(asked, 1):
                 hits = searcher.search(text, k)
                 if as_json:

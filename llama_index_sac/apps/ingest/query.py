@@ -376,6 +376,11 @@ class Searcher:
         raise IngestError(f"--embed-model: collection {self.collection!r} was embedded with {used}, not "
                           f"{self._name}: leave --embed-model out (the collection's model is used) or pass that one")
 
+    @property
+    def embed_model(self) -> BaseEmbedding | None:
+        """The embedding model the questions are embedded with (``None`` until the collection has rows)."""
+        return self._embed
+
     def search(self, question: str, k: int = 5) -> list[QueryHit]:
         """The ``k`` chunks closest to ``question``, best first (``[]`` for an empty collection); equal scores ordered
         by document id, then start offset, whatever order the store returned them in.

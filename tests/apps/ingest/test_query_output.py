@@ -3,6 +3,8 @@ laid out readably when standard output is not a terminal."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,7 +13,7 @@ from typer.testing import CliRunner
 from llama_index_sac.apps.cli import app
 from llama_index_sac.apps.ingest import commands
 from llama_index_sac.apps.ingest.query import QueryHit, matched_passage
-from tests.conftest import fake_searcher
+from tests.conftest import FakeEmbedding, fake_searcher
 
 CHUNK = ("This Agreement is made between Acme and Beta. Payment is due in thirty days.\n\nThis Agreement is governed "
          "by the laws of Delaware. Either party may terminate on notice.")
@@ -85,6 +87,35 @@ def test_query_prints_the_whole_chunk_or_the_passage(monkeypatch: pytest.MonkeyP
     result = CliRunner().invoke(app, ["query", QUESTION, "--vector-store", "chroma:/nowhere", "--max-chars", "0"])
     assert result.exit_code == 2 and result.stderr == ("error: invalid value for '--max-chars': Input should be "
                                                        "greater than or equal to 1 (see 'llama-sac query --help')\n")
+
+
+class _EightTokenModel(FakeEmbedding):
+    """Reads 8 tokens; a token is a word, and the two special tokens count."""
+
+    max_length: int = 8
+
+    def token_counter(self) -> Callable[[str], int]:
+        return lambda text: len(text.split()) + 2
+
+
+def test_query_says_when_a_question_is_longer_than_the_model_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    searcher = fake_searcher(_hits())
+    monkeypatch.setattr(searcher, "embed_model", _EightTokenModel(), raising=False)
+    monkeypatch.setattr(commands, "Searcher", searcher)
+    long_question = "which law governs the agreement between acme and beta"  # 9 words + 2 = 11 tokens > 8
+    result = CliRunner().invoke(app, ["query", "--questions", "-", "--vector-store", "chroma:/nowhere", "--json"],
+                                input=f"{QUESTION}\n{long_question}\n")
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 2  # both answered
+    # one line for all questions: how many, the largest, what is read (4 words + 2 = 6 tokens: the first fits)
+    assert result.stderr == (
+        "warning: 1 of 2 questions exceed the input limit of 8 tokens of unknown (largest: 11 tokens, counted with its "
+        "tokenizer); embedded with it, they would be truncated without notice: the model reads the start of each "
+        "question; the documents it names and its words are matched in all of it\n")
+    result = CliRunner().invoke(app, ["query", long_question, "--vector-store", "chroma:/nowhere", "--plain"])
+    assert result.exit_code == 0 and result.stderr.endswith(": the model reads the start of each question\n")
+    result = CliRunner().invoke(app, ["query", QUESTION, "--vector-store", "chroma:/nowhere"])
+    assert result.exit_code == 0 and result.stderr == ""  # a question that fits: nothing said
 
 
 def test_help_off_a_terminal_is_plain_text_in_readable_columns() -> None:
