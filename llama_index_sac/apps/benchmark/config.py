@@ -321,8 +321,8 @@ class RunSettings(BaseModel):
     embed_graph: GraphKind = Field(default=_BACKEND["graph"].default, description=_BACKEND["graph"].description)
     embed_device: str | None = Field(default=None, pattern=DEVICE_PATTERN, description=_BACKEND["device"].description)
     cache_dir: Path = Field(default_factory=default_cache_dir, description="Embedding and summary cache folder.")
-    confusion_k: int = Field(default=8, ge=1, description="k at which document confusions are counted (at most "
-                             "the largest k).")
+    confusion_k: int = Field(default=8, ge=1, description="k at which document confusions are counted (the "
+                             "largest k when above it).")
     show_progress: bool = Field(default=True, description="Progress bars.")
     retrieval_threads: int = Field(default=4, ge=1, description="Threads retrieving queries concurrently.")
     llm_concurrency: int = Field(default=2, ge=1, description="Concurrent requests of an LLM summarizer.")
