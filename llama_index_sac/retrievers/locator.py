@@ -8,7 +8,8 @@ document ...?", "Does the agreement ..., in the Non-Disclosure Agreement between
 1. **Names.** Each document's identity words: its distinctive names (capitalised words of its text that few legal
    documents use, :mod:`.document_names`), the words of its file name (the last part of its id: ``Keep.txt``,
    ``nda_form_motorola.txt``) and the distinctive words of its summary (the file name and title a SAC summary
-   carries; with the distinctive parts of hyphenated words, ``AGProjects-NDA`` gives ``agprojects``). A word names
+   carries; with the distinctive parts of hyphenated words, ``AGProjects-NDA`` gives ``agprojects``) and the acronym
+   of the title in its summary (``msa`` for "Master Services Agreement", :func:`title_acronyms`). A word names
    documents only when at most ``max_documents`` documents of the index have it (``CEII`` does, ``NDA`` and
    ``privacy`` do not).
    **Name phrases.** A party or product named by common words ("General Electric Capital", "Florida Chemical
@@ -59,7 +60,8 @@ from llama_index_sac.retrievers.document_names import (
 )
 from llama_index_sac.summarizers.terms import TermStatistics, stop_words
 
-__all__ = ["DEFAULT_LOCATOR_MAX_DOCUMENTS", "DEFAULT_LOCATOR_MIN_SHARE", "DocumentLocator", "Located"]
+__all__ = ["DEFAULT_LOCATOR_MAX_DOCUMENTS", "DEFAULT_LOCATOR_MIN_SHARE", "DocumentLocator", "Located",
+           "title_acronyms"]
 
 # weight of a word of a document's file name (a name of its text weighs 1), and of one that is a stop word ("Keep")
 _FILE_NAME_WEIGHT = 2.0
@@ -91,6 +93,10 @@ DOCUMENT_TYPE_WORDS = frozenset({
     "co-branding", "non-competition", "intellectual", "property", "plan", "deal", "statement", "notice",
     "document", "documents", "form", "mou", "msa", "sow", "loi",
 })
+# the last word of a document's title, whose initials make its acronym ("MSA"), and the most letters of one
+_TITLE_HEADS = frozenset({"agreement", "contract", "lease", "license", "licence", "policy", "amendment", "addendum",
+                          "undertaking", "memorandum"})
+_MAX_ACRONYM = 6
 # characters allowed between two words of one phrase: blanks, quotes, apostrophes, commas, ampersands, periods
 _JOIN_RE = re.compile(r"[\s\"'\u2019\u201c\u201d,&.()]*")
 
@@ -170,6 +176,8 @@ class DocumentLocator:
                 known.update(w for w in with_word_parts(word_tokens(summary), statistics=self._table,
                                                         max_document_frequency=max_document_frequency)
                              if self._table.df(w) < self._limit and w not in DOCUMENT_TYPE_WORDS)
+            if isinstance(summary, str):  # "MSA" for its "Master Services Agreement"
+                known.update(title_acronyms(summary))
             for word in known:
                 holders.setdefault(word, {})[doc_id] = 1.0
             for word in file_name_words(doc_id):  # the file name says more than a name somewhere in the text
@@ -279,6 +287,26 @@ class DocumentLocator:
                 if found:
                     return found
         return {}
+
+
+def title_acronyms(text: str) -> set[str]:
+    """The acronyms of the document titles in ``text`` (a summary), lower-cased: for each run of adjacent capitalised
+    words (blanks only between them; a hyphenated word gives one initial per part) that ends with a head word of a
+    title ("Agreement", "Lease", "License", "Policy"...), the initials of its last three to six words, each at least
+    three letters: "Master Services Agreement" gives ``{"msa"}``, "Mutual Non-Disclosure Agreement" gives
+    ``{"mnda", "nda"}``, "Supply Agreement" none. One pass over ``text``."""
+    found: set[str] = set()
+    initials: list[str] = []  # of the current run of capitalised words, at most the last six words' worth
+    previous_end = -1
+    for start, end, word, cap in _runs(text):
+        if not cap or not word[0].isalpha() or (initials and not _adjacent(text, previous_end, start)):
+            initials = []
+        if cap and word[0].isalpha():
+            initials = (initials + [part[0] for part in word.split("-") if part])[-_MAX_ACRONYM:]
+            if word in _TITLE_HEADS:
+                found.update("".join(initials[i:]) for i in range(len(initials) - 2))
+        previous_end = end
+    return found
 
 
 def _runs(query: str) -> list[tuple[int, int, str, bool]]:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llama_index_sac.retrievers.document_index import DocumentIndex
-from llama_index_sac.retrievers.locator import DocumentLocator, Located, file_name_words
+from llama_index_sac.retrievers.locator import DocumentLocator, Located, file_name_words, title_acronyms
 
 NAMES = {
     "contracts/acme-nda.txt": {"acme": 12, "dunmore": 4},
@@ -80,6 +80,35 @@ def test_a_word_many_documents_hold_names_none():
     assert two.locate("Under the Acme NDA, may I?").documents == ("a", "b")  # 1/2 each: a tie
     assert two.locate("Under the Acme NDA with Dunmore, may I?").documents == ("a",)  # 1.5 against 0.5
     assert DocumentLocator({"a": {"acme": 1}, "b": {"acme": 1}}).locate("Under the Acme NDA?").documents == ("a", "b")
+
+
+def test_title_acronyms():
+    assert title_acronyms(SUMMARIES[KESTREL]) == {"msa"}  # "Master Services Agreement"; the lower-case stem is none
+    assert title_acronyms(SUMMARIES[OSPREY]) == {"mnda", "nda"}  # one initial per part of "Non-Disclosure"
+    # two words ("Supply Agreement"), a title broken by "and"/"of", words apart, a head word not capitalised: none
+    assert title_acronyms("Supply Agreement. Agreement and Plan of Merger. Master  Services, Agreement. Acme nda "
+                          "agreement.") == set()
+    # at most the last six words' initials
+    assert title_acronyms("Alpha Beta Gamma Delta Epsilon Zeta Eta Lease") == {"ezel", "dezel", "gdezel", "zel"}
+
+
+def test_a_title_acronym_names_its_document_among_look_alikes():
+    # a regression: two documents of the same two parties, an NDA and a services agreement; "the Quartz MSA" located
+    # both by "Quartz", and the prior, which reads the NDA's summary as closer, answered from the NDA
+    names = {"nda/meridian_quartz_nda.md": {"quartz": 3, "meridian": 3},
+             "commercial/quartz_services_agreement.txt": {"quartz": 2, "meridian": 2}}
+    summaries = {"nda/meridian_quartz_nda.md": "meridian quartz nda. Confidentiality Agreement between Meridian "
+                                                "Shipping Ltd. and Quartz Analytics Pty Ltd.",
+                 "commercial/quartz_services_agreement.txt": "quartz services agreement. Master Services Agreement, "
+                                                              "dated February 2, 2022."}
+    locator = DocumentLocator(names, summaries)
+    # "Quartz": 2 (file name) / 2 documents each; "MSA": 1 / 1 document, the services agreement's title acronym
+    for query in ("In the Quartz MSA, what is the SLA?", "What's the uptime SLA Quartz promises Meridian in the MSA?"):
+        assert locator.locate(query).documents == ("commercial/quartz_services_agreement.txt",), query
+    assert locator.locate("In the Quartz MSA, what is the SLA?").question == "what is the SLA?"
+    # an acronym held by more than max_documents documents names none, as any word does
+    many = {f"nda-{i}.txt": f"nda {i}. Non-Disclosure Agreement between Party{i} and Other{i}." for i in range(4)}
+    assert not DocumentLocator({}, many).locate("Does the NDA allow copies?")
 
 
 def test_file_name_words():
