@@ -243,13 +243,13 @@ def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
     config = parse_config("default:document_retrieval.lexical_weight=0.05,document_retrieval.prior_margin=0.5,"
                           "document_retrieval.require_name_match=true,document_retrieval.name_pairs=true,"
                           "document_retrieval.locator_only=false,document_retrieval.word_parts=false,"
-                          "document_retrieval.located_prior=true")
+                          "document_retrieval.outside_prior=0.25")
     nodes: list[BaseNode] = list(corpus())
     retriever = build_retriever(config, nodes, FakeEmbedding(), 4)
     assert isinstance(retriever, DocumentAwareRetriever) and retriever.options.lexical_weight == 0.05
     assert retriever.document_index.options.model_dump() == {
         "name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
-        "locator_only": False, "located_prior": True, "word_parts": False, "max_document_frequency": 0.02}
+        "locator_only": False, "outside_prior": 0.25, "word_parts": False, "max_document_frequency": 0.02}
     assert build_retriever(parse_config("default"), nodes, FakeEmbedding(), 4).document_index.options.model_dump()[  # type: ignore[attr-defined]
         "locator_only"] is True
     assert retriever.options.lexical_scope == "located"
