@@ -75,8 +75,9 @@ DEFAULT_NAME_PAIRS = False
 DEFAULT_PRIOR_MARGIN = 0.0
 DEFAULT_REQUIRE_NAME_MATCH = False
 DEFAULT_LOCATOR_ONLY = True
-#: The share of the prior kept outside the documents the locator names (1: the whole prior; 0: none).
-DEFAULT_OUTSIDE_PRIOR = 1.0
+#: The share of the prior kept outside the documents the locator names (1: the whole prior; 0: none); chosen
+#: leave-one-dataset-out and leave-one-form-out (``bench/tune_chunk_ranking.py --grid outside``).
+DEFAULT_OUTSIDE_PRIOR = 0.0
 DEFAULT_WORD_PARTS = True
 DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
 #: The document locator (``retrievers/locator.py``): a word names documents when at most this many documents hold

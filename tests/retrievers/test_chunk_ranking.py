@@ -141,9 +141,10 @@ def test_a_two_word_name_finds_its_document() -> None:
     summaries = {"apron": "Services Agreement", "other": "Services Agreement with Blue Ocean and Red Apron"}
     names = {"apron": {"blue_apron": 4}, "other": {}}
     # the summaries: only "other" holds "blue" and "apron" (summary part 1.0); the names: only the pair matches
-    query = "Consider Blue Apron; who pays?"
-    assert DocumentIndex(summaries, names, name_pairs=True).prior_of(query) == {"apron": 0.5, "other": 0.5}
-    assert DocumentIndex(summaries, names).prior_of(query) == {"other": 0.5}
+    query = "Consider Blue Apron; who pays?"  # the whole prior (outside_prior=1): the match itself, not the locator's
+    assert DocumentIndex(summaries, names, name_pairs=True, outside_prior=1.0).prior_of(query) == {"apron": 0.5,
+                                                                                                  "other": 0.5}
+    assert DocumentIndex(summaries, names, outside_prior=1.0).prior_of(query) == {"other": 0.5}
 
 
 # -- persistence --------------------------------------------------------------------------------------------------

@@ -228,8 +228,9 @@ def test_outside_prior_is_the_share_of_the_prior_kept_outside_the_documents_the_
     """The phrase "Under Osprey's NDA" shares "NDA" with every NDA summary: at outside_prior=0 only Osprey's has a
     prior (1.0), at 1 the others keep their whole match, at 0.5 half of it."""
     query = "Under Osprey's Non-Disclosure Agreement, may I keep copies?"
-    shared = DocumentIndex(SUMMARIES, NAMES).prior_of(query)
+    shared = DocumentIndex(SUMMARIES, NAMES, outside_prior=1.0).prior_of(query)
     assert shared[OSPREY] == 1.0 and set(shared) > {OSPREY}
+    assert DocumentIndex(SUMMARIES, NAMES).prior_of(query) == {OSPREY: 1.0}  # the default: 0
     assert DocumentIndex(SUMMARIES, NAMES, outside_prior=0.0).prior_of(query) == {OSPREY: 1.0}
     half = DocumentIndex(SUMMARIES, NAMES, outside_prior=0.5)
     assert half.prior_of(query) == {d: 1.0 if d == OSPREY else p / 2 for d, p in shared.items()}

@@ -79,7 +79,7 @@ def test_the_share_of_the_prior_outside_the_named_documents_moves_the_fused_scor
         # the unfiltered query, one filtered to each located document, then the question's in each
         assert retriever.searched == [(), ("nda-osprey.txt",), ("nda-kestrel.txt",), ("nda-osprey.txt",),  # type: ignore[attr-defined]
                                       ("nda-kestrel.txt",)]
-    kestrel = DocumentIndex.from_nodes(corpus()).prior_of(query)["nda-kestrel.txt"]
+    kestrel = DocumentIndex.from_nodes(corpus(), outside_prior=1.0).prior_of(query)["nda-kestrel.txt"]
     assert DocumentIndex.from_nodes(corpus(), outside_prior=0.0).prior_of(query) == {"nda-osprey.txt": 1.0}
     assert found[0.0]["nda-osprey.txt#0"] == found[1.0]["nda-osprey.txt#0"]
     assert found[0.0]["nda-kestrel.txt#0"] == pytest.approx(found[1.0]["nda-kestrel.txt#0"] - 0.3 * kestrel)
