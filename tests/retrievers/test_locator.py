@@ -246,7 +246,8 @@ def test_outside_prior_is_the_share_of_the_prior_kept_outside_the_documents_the_
 @pytest.mark.parametrize(("share", "whole", "expected"), [
     # doc_ids: Acme, Kestrel (the two named), Osprey, Keep; the whole prior favours Osprey, which is not named
     (1.0, [0.6, 0.3, 1.0, 0.2], [0.6, 0.3, 1.0, 0.2]),
-    (0.5, [0.6, 0.3, 1.0, 0.2], [0.5 * 0.6 + 0.5 * 1.0, 0.5 * 0.3 + 0.5 * 0.5, 0.5, 0.1]),  # named: 0.6 / 0.6, 0.3 / 0.6
+    # named, kept: 0.6 / 0.6 and 0.3 / 0.6
+    (0.5, [0.6, 0.3, 1.0, 0.2], [0.5 * 0.6 + 0.5 * 1.0, 0.5 * 0.3 + 0.5 * 0.5, 0.5, 0.1]),
     (0.0, [0.6, 0.3, 1.0, 0.2], [1.0, 0.5, 0.0, 0.0]),
     # the named documents match nothing: 1 each once kept to them
     (0.0, [0.0, 0.0, 1.0, 0.2], [1.0, 1.0, 0.0, 0.0]),

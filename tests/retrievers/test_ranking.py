@@ -68,12 +68,12 @@ def test_the_share_of_the_prior_outside_the_named_documents_moves_the_fused_scor
             return super()._dense(top_k, doc_ids)
 
     query = "Under Osprey's Non-Disclosure Agreement, how long is information kept secret?"
-    found = {}
+    found: dict[float, dict[str, float]] = {}
     for share in (1.0, 0.0):
         documents = DocumentIndex.from_nodes(corpus(), outside_prior=share)
         retriever = Spy(build(corpus()), documents, similarity_top_k=4)
         retriever.searched = []  # type: ignore[attr-defined]
-        found[share] = {hit.node.node_id: hit.score for hit in retriever.retrieve(query)}
+        found[share] = {hit.node.node_id: float(hit.score or 0.0) for hit in retriever.retrieve(query)}
         whole = documents.prior_of(query, whole=True)
         assert located_documents(whole, 2) == ["nda-osprey.txt", "nda-kestrel.txt"]
         # the unfiltered query, one filtered to each located document, then the question's in each

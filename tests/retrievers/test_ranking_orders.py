@@ -3,10 +3,11 @@
 The expected digests were computed with the ranking of 0.3 (the document located wherever the query names it,
 ``retrievers/locator.py``, name phrases included; ``as-published`` reads the whole query and is 0.2's digest
 unchanged), re-pinned when ``outside_prior`` became 0 (no prior outside the documents the question names; the cases
-``whole-prior`` and ``wrapped-whole-prior``, at 1, keep the digests before it) on the built-in benchmark (``synthetic_contracts()``: 24 contracts, 108 queries, plus each of the first
-20 queries reworded without its leading clause), chunked by ``RecursiveCharacterNodeParser()``, summarized by
-``ExtractiveSummarizer()`` and embedded by the deterministic ``FakeEmbedding``. Each digest is the sha256 of every
-query's top 8 as ``(document, start offset, score rounded to 9 decimals)``."""
+``whole-prior`` and ``wrapped-whole-prior``, at 1, keep the digests before it) on the built-in benchmark
+(``synthetic_contracts()``: 24 contracts, 108 queries, plus each of the first 20 queries reworded without its
+leading clause), chunked by ``RecursiveCharacterNodeParser()``, summarized by ``ExtractiveSummarizer()`` and embedded
+by the deterministic ``FakeEmbedding``. Each digest is the sha256 of every query's top 8 as ``(document, start
+offset, score rounded to 9 decimals)``."""
 
 from __future__ import annotations
 
