@@ -181,6 +181,7 @@ class DocumentIndex:
         self._statistics = statistics  # None: the shipped table (not copied into a pickle)
         self._locator: DocumentLocator | None = None  # built on first use, not pickled
         self._located: dict[str, Located] = {}
+        self._last_prior: tuple[str, np.ndarray] | None = None  # the naming phrases last read and their whole prior
         self._summary_bm25 = _bm25([self._summary_tokens(self.summaries[d]) for d in self.doc_ids])
         self._names_bm25 = None if self.names is None else _bm25(
             [[name for name, count in sorted(self.names[d].items()) for _ in range(count)] for d in self.doc_ids])
@@ -314,7 +315,7 @@ class DocumentIndex:
     # -- scores ----------------------------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         """The index without its locator and remembered answers (rebuilt on use; the locator holds the table)."""
-        return {**self.__dict__, "_locator": None, "_located": {}}
+        return {**self.__dict__, "_locator": None, "_located": {}, "_last_prior": None}
 
     @property
     def locator(self) -> DocumentLocator:
@@ -357,7 +358,13 @@ class DocumentIndex:
         located = self.locate(query)
         if not located:
             return np.zeros(len(self.doc_ids), dtype=np.float64)
-        prior = self._prior(" ".join(query[start:end] for start, end in located.spans))
+        phrases = " ".join(query[start:end] for start, end in located.spans)
+        last = self._last_prior  # the ranking asks for the prior and the whole prior of one query: matched once
+        if last is not None and last[0] == phrases:
+            prior = last[1].copy()
+        else:
+            prior = self._prior(phrases)
+            self._last_prior = (phrases, prior.copy())
         share = self.options.outside_prior
         if whole or share >= 1.0:
             return prior

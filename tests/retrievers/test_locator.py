@@ -259,8 +259,16 @@ def test_outside_prior_by_hand(share: float, whole: list[float], expected: list[
     over them)."""
     index = DocumentIndex(SUMMARIES, NAMES, outside_prior=share)
     assert index.doc_ids == [ACME, KESTREL, OSPREY, KEEP]
-    monkeypatch.setattr(index, "_prior", lambda phrases: np.array(whole))
+    read: list[str] = []
+
+    def match(phrases: str) -> np.ndarray:
+        read.append(phrases)
+        return np.array(whole)
+
+    monkeypatch.setattr(index, "_prior", match)
     query = "Do the Acme NDA and the Kestrel MSA differ?"
     assert set(index.locate(query).documents) == {ACME, KESTREL}
     assert index.prior(query).tolist() == pytest.approx(expected, abs=1e-15)
     assert index.prior(query, whole=True).tolist() == whole
+    assert index.prior(query).tolist() == pytest.approx(expected, abs=1e-15)  # the remembered match is not changed
+    assert len(read) == 1  # the prior and the whole prior of one query: the phrases matched once
