@@ -12,9 +12,10 @@ the dense chunk score:
    for a few names only). ``prior(d) = (1 - name_weight) * summary_match + name_weight * names_match``, in [0, 1]
    (0 for every document when nothing matches). Soft: it re-weighs, it never removes a document.
 2. **Candidates.** The dense top ``candidate_top_k`` chunks from the vector store, plus the dense top
-   ``similarity_top_k`` chunks of each of the ``focus_documents`` documents with the highest prior (one query
-   filtered to each document's id), so the chunks of the document the query names are scored even when the
-   unfiltered dense ranking misses them, and enough of them to fill the answer.
+   ``similarity_top_k`` chunks of each of the ``focus_documents`` documents with the highest prior (the whole
+   prior, before ``outside_prior`` acts outside the named documents; one query filtered to each document's id),
+   so the chunks of the document the query names are scored even when the unfiltered dense ranking misses them,
+   and enough of them to fill the answer.
    A query that names no document (:mod:`.locator`) has no prior, no lexical score and no clause order: it ranks
    as the wrapped retrieval of the same chunks.
 3. **Fusion.** ``score(chunk) = dense_score(chunk) + prior_weight * prior(document of chunk) + lexical_weight *
