@@ -22,12 +22,12 @@ __all__ = [
     "DEFAULT_LOCATOR_MAX_DOCUMENTS",
     "DEFAULT_LOCATOR_MIN_SHARE",
     "DEFAULT_LOCATOR_ONLY",
-    "DEFAULT_LOCATED_PRIOR",
     "DEFAULT_MAX_CHUNK_SIZE",
     "DEFAULT_MAX_DOCUMENT_FREQUENCY",
     "DEFAULT_MIN_CHUNK_SIZE",
     "DEFAULT_NAME_PAIRS",
     "DEFAULT_NAME_WEIGHT",
+    "DEFAULT_OUTSIDE_PRIOR",
     "DEFAULT_PRIOR_MARGIN",
     "DEFAULT_PRIOR_WEIGHT",
     "DEFAULT_QUESTION_WEIGHT",
@@ -67,15 +67,17 @@ DEFAULT_SUMMARY_CHARS = 150
 
 #: The document prior (:class:`~llama_index_sac.retrievers.options.DocumentPriorOptions`): the names' share of the
 #: prior, two-word names, the margin by which a match must stand out, whether a name must match, whether a leading
-#: locator clause is read alone, whether hyphenated words give their parts, and the share of the reference table's
+#: locator clause is read alone, the share of the prior kept outside the documents the question
+#: names, whether hyphenated words give their parts, and the share of the reference table's
 #: documents below which a name is distinctive.
 DEFAULT_NAME_WEIGHT = 0.5
 DEFAULT_NAME_PAIRS = False
 DEFAULT_PRIOR_MARGIN = 0.0
 DEFAULT_REQUIRE_NAME_MATCH = False
 DEFAULT_LOCATOR_ONLY = True
-#: Whether the prior is kept to the documents the locator names (0 elsewhere).
-DEFAULT_LOCATED_PRIOR = False
+#: The share of the prior kept outside the documents the locator names (1: the whole prior; 0: none); chosen
+#: leave-one-dataset-out and leave-one-form-out (``bench/tune_chunk_ranking.py --grid outside``).
+DEFAULT_OUTSIDE_PRIOR = 0.0
 DEFAULT_WORD_PARTS = True
 DEFAULT_MAX_DOCUMENT_FREQUENCY = 0.02
 #: The document locator (``retrievers/locator.py``): a word names documents when at most this many documents hold

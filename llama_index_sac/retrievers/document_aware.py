@@ -12,9 +12,10 @@ the dense chunk score:
    for a few names only). ``prior(d) = (1 - name_weight) * summary_match + name_weight * names_match``, in [0, 1]
    (0 for every document when nothing matches). Soft: it re-weighs, it never removes a document.
 2. **Candidates.** The dense top ``candidate_top_k`` chunks from the vector store, plus the dense top
-   ``similarity_top_k`` chunks of each of the ``focus_documents`` documents with the highest prior (one query
-   filtered to each document's id), so the chunks of the document the query names are scored even when the
-   unfiltered dense ranking misses them, and enough of them to fill the answer.
+   ``similarity_top_k`` chunks of each of the ``focus_documents`` documents with the highest prior (the whole
+   prior, before ``outside_prior`` acts outside the named documents; one query filtered to each document's id),
+   so the chunks of the document the query names are scored even when the unfiltered dense ranking misses them,
+   and enough of them to fill the answer.
    A query that names no document (:mod:`.locator`) has no prior, no lexical score and no clause order: it ranks
    as the wrapped retrieval of the same chunks.
 3. **Fusion.** ``score(chunk) = dense_score(chunk) + prior_weight * prior(document of chunk) + lexical_weight *
@@ -200,16 +201,22 @@ class DocumentAwareRetriever(BaseRetriever):
         filters = self.filters if doc_ids is None else with_document(self.filters, self.doc_id_key, doc_ids)
         return DenseSearch(self.index, similarity_top_k=top_k, filters=filters)
 
-    def _prepare(self, query_bundle: QueryBundle) -> dict[str, float]:
-        """Check the query; the prior of its documents (empty with ``prior_weight=0``)."""
+    def _prepare(self, query_bundle: QueryBundle) -> tuple[dict[str, float], dict[str, float]]:
+        """Check the query; the prior of its documents and the whole prior, which chooses the located documents
+        (:meth:`DocumentIndex.prior`: the same unless ``outside_prior < 1``; the prior when the whole one is empty,
+        its named documents matching nothing; both empty with ``prior_weight=0``)."""
         if query_bundle.embedding is None and not query_bundle.query_str.strip():
             raise ValueError("the query is empty: there is nothing to embed or to match against the documents")
-        return self.document_index.prior_of(query_bundle.query_str) if self.options.prior_weight > 0 else {}
+        if self.options.prior_weight <= 0:
+            return {}, {}
+        query, index = query_bundle.query_str, self.document_index
+        prior = index.prior_of(query)
+        return prior, (prior if index.options.outside_prior >= 1.0 else index.prior_of(query, whole=True) or prior)
 
-    def _focus(self, prior: dict[str, float]) -> list[str]:
-        """The focus documents: one dense query filtered to each (each can fill the answer)."""
+    def _focus(self, whole: dict[str, float]) -> list[str]:
+        """The focus documents (by the whole prior): one dense query filtered to each (each can fill the answer)."""
         focus = self.options.focus_documents or 0
-        return located_documents(prior, focus) if focus else []
+        return located_documents(whole, focus) if focus else []
 
     def _question(self, query_bundle: QueryBundle, prior: dict[str, float]) -> QueryBundle | None:
         """The question alone (what it asks without the names of its documents, :meth:`DocumentIndex.locate`), to
@@ -220,9 +227,10 @@ class DocumentAwareRetriever(BaseRetriever):
         question = self.document_index.locate(query_bundle.query_str).question
         return None if question == query_bundle.query_str else QueryBundle(query_str=question)
 
-    def _rank(self, hits: _Hits, prior: dict[str, float], query: str, question_hits: _Hits | None = None) -> _Hits:
+    def _rank(self, hits: _Hits, prior: dict[str, float], query: str, question_hits: _Hits | None = None,
+              whole: dict[str, float] | None = None) -> _Hits:
         return rank(hits, query, prior, self.document_index, self.options, self.similarity_top_k,
-                    question_hits or ())
+                    question_hits or (), whole_prior=whole)
 
     def _stale(self, doc_id: str, hits: list[NodeWithScore]) -> None:
         if not hits:
@@ -231,15 +239,15 @@ class DocumentAwareRetriever(BaseRetriever):
                           StaleDocumentIndexWarning, stacklevel=caller_stacklevel())
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        prior = self._prepare(query_bundle)
+        prior, whole = self._prepare(query_bundle)
         if self.retriever is not None:
-            return self._rank(list(self.retriever.retrieve(query_bundle)), prior, query_bundle.query_str)
+            return self._rank(list(self.retriever.retrieve(query_bundle)), prior, query_bundle.query_str, None, whole)
         assert self.index is not None
         model = embed_model_of(self.index)
         if query_bundle.embedding is None:  # embed once, for every dense query
             query_bundle.embedding = model.get_agg_embedding_from_queries(query_bundle.embedding_strs)
         hits = list(self._dense(self.candidate_top_k).retrieve(query_bundle))
-        for doc_id in self._focus(prior):
+        for doc_id in self._focus(whole):
             found = self._dense(self.similarity_top_k, [doc_id]).retrieve(query_bundle)
             self._stale(doc_id, found)
             hits.extend(found)
@@ -248,29 +256,29 @@ class DocumentAwareRetriever(BaseRetriever):
         if question is not None:
             if question.embedding is None:
                 question.embedding = model.get_query_embedding(question.query_str)
-            for doc_id in located_documents(prior, self.options.focus_documents or 0):
+            for doc_id in located_documents(whole, self.options.focus_documents or 0):
                 question_hits.extend(self._dense(self.similarity_top_k, [doc_id]).retrieve(question))
-        return self._rank(hits, prior, query_bundle.query_str, question_hits)
+        return self._rank(hits, prior, query_bundle.query_str, question_hits, whole)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """:meth:`_retrieve` without blocking the event loop: the wrapped retriever's and the store's async paths
         (the focus queries concurrently), the BM25 prior and the ranking in a worker thread."""
-        prior = await asyncio.to_thread(self._prepare, query_bundle)
+        prior, whole = await asyncio.to_thread(self._prepare, query_bundle)
         if self.retriever is not None:
             found = await self.retriever.aretrieve(query_bundle)
-            return await asyncio.to_thread(self._rank, list(found), prior, query_bundle.query_str)
+            return await asyncio.to_thread(self._rank, list(found), prior, query_bundle.query_str, None, whole)
         assert self.index is not None
         model = embed_model_of(self.index)
         if query_bundle.embedding is None:
             query_bundle.embedding = await model.aget_agg_embedding_from_queries(query_bundle.embedding_strs)
-        focus = self._focus(prior)
+        focus = self._focus(whole)
         question = self._question(query_bundle, prior)
         asked = []
         if question is not None:
             if question.embedding is None:
                 question.embedding = await model.aget_query_embedding(question.query_str)
             asked = [self._dense(self.similarity_top_k, [d]).aretrieve(question)
-                     for d in located_documents(prior, self.options.focus_documents or 0)]
+                     for d in located_documents(whole, self.options.focus_documents or 0)]
         results = await asyncio.gather(self._dense(self.candidate_top_k).aretrieve(query_bundle),
                                        *(self._dense(self.similarity_top_k, [d]).aretrieve(query_bundle)
                                          for d in focus), *asked)
@@ -279,4 +287,4 @@ class DocumentAwareRetriever(BaseRetriever):
             self._stale(doc_id, found)
             hits.extend(found)
         question_hits = [hit for found in results[1 + len(focus):] for hit in found]
-        return await asyncio.to_thread(self._rank, hits, prior, query_bundle.query_str, question_hits)
+        return await asyncio.to_thread(self._rank, hits, prior, query_bundle.query_str, question_hits, whole)

@@ -21,9 +21,14 @@ document has no prior at all. The question's own words ("Confidential Informatio
 NDA and would lift the summaries most like them. **A hyphenated word also gives its distinctive parts** (``word_parts``,
 :func:`~llama_index_sac.retrievers.document_names.with_word_parts`) on both sides of the summary match, so a summary
 that names ``AGProjects-NDA.txt`` matches a query about "AGProjects"; the name match reads the query's name tokens as
-written ("AGProjects-NDA" in a query matches only through the summaries). With ``located_prior`` the prior is kept to
-the documents the locator names (0 for every other document, divided by its maximum over them; 1 each when their
-match is 0): the documents whose summaries merely share the phrase's common words ("merger agreement") get none.
+written ("AGProjects-NDA" in a query matches only through the summaries). **The share of the prior outside the
+documents the locator names** (``outside_prior`` = s): the prior is ``s * P + (1 - s) * K``, ``P`` the prior read from
+the naming phrases over every document and ``K`` the prior kept to the named documents (``P`` there divided by its
+maximum over them, 1 each when their match is 0; 0 for every other document). So a document the question does not
+name keeps the share s of its prior, and at s = 0 the documents whose summaries merely share the phrase's common
+words ("merger agreement") get none. The ranking still chooses the documents it searches and orders in clause order
+(the located documents of :func:`~.ranking.located_documents`) by ``P`` (``prior(query, whole=True)``), so s moves
+the fused score only.
 
 :class:`~llama_index_sac.retrievers.document_aware.DocumentAwareRetriever` and
 :class:`~llama_index_sac.retrievers.postprocessor.DocumentAwarePostprocessor` fuse it with the chunk scores.
@@ -176,6 +181,7 @@ class DocumentIndex:
         self._statistics = statistics  # None: the shipped table (not copied into a pickle)
         self._locator: DocumentLocator | None = None  # built on first use, not pickled
         self._located: dict[str, Located] = {}
+        self._last_prior: tuple[str, np.ndarray] | None = None  # the naming phrases last read and their whole prior
         self._summary_bm25 = _bm25([self._summary_tokens(self.summaries[d]) for d in self.doc_ids])
         self._names_bm25 = None if self.names is None else _bm25(
             [[name for name, count in sorted(self.names[d].items()) for _ in range(count)] for d in self.doc_ids])
@@ -309,7 +315,7 @@ class DocumentIndex:
     # -- scores ----------------------------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         """The index without its locator and remembered answers (rebuilt on use; the locator holds the table)."""
-        return {**self.__dict__, "_locator": None, "_located": {}}
+        return {**self.__dict__, "_locator": None, "_located": {}, "_last_prior": None}
 
     @property
     def locator(self) -> DocumentLocator:
@@ -335,11 +341,13 @@ class DocumentIndex:
             self._located[query] = found
         return found
 
-    def prior(self, query: str) -> np.ndarray:
+    def prior(self, query: str, *, whole: bool = False) -> np.ndarray:
         """The document prior of ``query`` for every document (in ``doc_ids`` order), shape ``(len(self),)``, in
         [0, 1] (class docstring). With ``locator_only``, only the phrases that name documents are read, wherever
-        they are in the query (:meth:`locate`), and a query that names no document has no prior (all 0); with
-        ``located_prior`` too, only the documents it names have one.
+        they are in the query (:meth:`locate`), a query that names no document has no prior (all 0), and a
+        document the question does not name keeps the share ``outside_prior`` of its prior (module docstring).
+        ``whole``: the prior before that share is applied (as with ``outside_prior=1``), by which the ranking
+        chooses its located documents.
 
         Raises:
             TypeError: ``query`` is not a str."""
@@ -350,13 +358,21 @@ class DocumentIndex:
         located = self.locate(query)
         if not located:
             return np.zeros(len(self.doc_ids), dtype=np.float64)
-        prior = self._prior(" ".join(query[start:end] for start, end in located.spans))
-        if self.options.located_prior:  # kept to the documents the question names, the best of them 1
-            named = np.isin(np.asarray(self.doc_ids, dtype=object), list(located.documents))
-            prior = np.where(named, prior, 0.0)
-            top = float(prior.max())
-            prior = prior / top if top > 0 else named.astype(np.float64)
-        return prior
+        phrases = " ".join(query[start:end] for start, end in located.spans)
+        last = self._last_prior  # the ranking asks for the prior and the whole prior of one query: matched once
+        if last is not None and last[0] == phrases:
+            prior = last[1].copy()
+        else:
+            prior = self._prior(phrases)
+            self._last_prior = (phrases, prior.copy())
+        share = self.options.outside_prior
+        if whole or share >= 1.0:
+            return prior
+        named = np.isin(np.asarray(self.doc_ids, dtype=object), list(located.documents))
+        kept = np.where(named, prior, 0.0)  # kept to the documents the question names, the best of them 1
+        top = float(kept.max())
+        kept = kept / top if top > 0 else named.astype(np.float64)
+        return kept if share <= 0.0 else share * prior + (1.0 - share) * kept
 
     def _prior(self, query: str) -> np.ndarray:
         """The prior of ``query`` read whole."""
@@ -385,7 +401,7 @@ class DocumentIndex:
         return with_word_parts(words, statistics=self.statistics,
                                max_document_frequency=self.options.max_document_frequency)
 
-    def prior_of(self, query: str) -> dict[str, float]:
-        """:meth:`prior` as ``{doc_id: prior}`` for the documents with a positive prior."""
-        values = self.prior(query)
+    def prior_of(self, query: str, *, whole: bool = False) -> dict[str, float]:
+        """:meth:`prior` as ``{doc_id: prior}`` for the documents with a positive prior (``whole`` as there)."""
+        values = self.prior(query, whole=whole)
         return {self.doc_ids[i]: float(values[i]) for i in np.flatnonzero(values > 0)}

@@ -17,11 +17,11 @@ from llama_index_sac.constants import (
     DEFAULT_CANDIDATE_TOP_K,
     DEFAULT_LEXICAL_SCOPE,
     DEFAULT_LEXICAL_WEIGHT,
-    DEFAULT_LOCATED_PRIOR,
     DEFAULT_LOCATOR_ONLY,
     DEFAULT_MAX_DOCUMENT_FREQUENCY,
     DEFAULT_NAME_PAIRS,
     DEFAULT_NAME_WEIGHT,
+    DEFAULT_OUTSIDE_PRIOR,
     DEFAULT_PRIOR_MARGIN,
     DEFAULT_PRIOR_WEIGHT,
     DEFAULT_QUESTION_WEIGHT,
@@ -57,9 +57,10 @@ class DocumentPriorOptions(BaseModel):
     locator_only: bool = Field(default=DEFAULT_LOCATOR_ONLY,
                                description="The prior reads only the phrases of the query that name documents, "
                                            "wherever they are ('..., under Acme's NDA?'); none named: no prior.")
-    located_prior: bool = Field(default=DEFAULT_LOCATED_PRIOR,
-                                description="With locator_only, the prior is 0 outside the documents the question "
-                                            "names (the locator's), divided by its maximum over them.")
+    outside_prior: float = Field(default=DEFAULT_OUTSIDE_PRIOR, ge=0.0, le=1.0, allow_inf_nan=False,
+                                 description="With locator_only, the share of the prior kept outside the documents "
+                                             "the question names (the locator's), in [0, 1]: 1 the whole prior; 0 "
+                                             "none, the named documents' divided by its maximum over them.")
     word_parts: bool = Field(default=DEFAULT_WORD_PARTS,
                              description="A hyphenated word also gives its distinctive parts in the summary match.")
     max_document_frequency: float = Field(default=DEFAULT_MAX_DOCUMENT_FREQUENCY, gt=0.0, le=1.0,

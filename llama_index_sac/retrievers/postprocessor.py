@@ -71,5 +71,9 @@ class DocumentAwarePostprocessor(BaseNodePostprocessor):
         if query_bundle is None:
             raise ValueError("DocumentAwarePostprocessor needs the query (query_bundle or query_str)")
         query = query_bundle.query_str
-        prior = self._document_index.prior_of(query) if self.options.prior_weight > 0 else {}
-        return rank(nodes, query, prior, self._document_index, self.options, self.top_n)
+        prior = whole = {}
+        if self.options.prior_weight > 0:
+            prior = self._document_index.prior_of(query)
+            whole = prior if self._document_index.options.outside_prior >= 1.0 else self._document_index.prior_of(
+                query, whole=True) or prior
+        return rank(nodes, query, prior, self._document_index, self.options, self.top_n, whole_prior=whole)

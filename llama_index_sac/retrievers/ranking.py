@@ -8,7 +8,9 @@ order.
    the spread of a cosine's (best 1, worst ``1 - COSINE_SPAN``), so ``prior_weight`` and ``lexical_weight`` mean the
    same around any retriever.
 1. The **located documents** (:func:`located_documents`): the ``max(1, focus_documents)`` documents of highest prior
-   (ties by id); none when no document has a positive prior.
+   (ties by id); none when no document has a positive prior. The whole prior chooses them (before the share
+   ``outside_prior`` is applied outside the named documents, :meth:`~.document_index.DocumentIndex.prior`), so that
+   share moves the fused score only, not which documents are searched, scored lexically and put in clause order.
 2. The **lexical score** (:func:`lexical_units`): the BM25 of the question (what it asks without the phrases naming
    documents, :meth:`~.document_index.DocumentIndex.locate`, and without the located documents' distinctive names,
    :func:`~.chunk_lexical.question_tokens`) against each candidate's text, divided by the best candidate's, in
@@ -114,7 +116,7 @@ def fuse(hits: Iterable[NodeWithScore], prior: Mapping[str, float], prior_weight
 
 def rank(hits: Sequence[NodeWithScore], query: str, prior: Mapping[str, float], document_index: DocumentIndex,
          options: RankingOptions, top_k: int | None, question_hits: Sequence[NodeWithScore] = (), *,
-         units: LexicalUnits = lexical_units) -> list[NodeWithScore]:
+         units: LexicalUnits = lexical_units, whole_prior: Mapping[str, float] | None = None) -> list[NodeWithScore]:
     """The ranked top ``top_k`` of ``hits`` (module docstring).
 
     Args:
@@ -126,12 +128,14 @@ def rank(hits: Sequence[NodeWithScore], query: str, prior: Mapping[str, float], 
         question_hits: the question's hits in the located documents (empty: the fused order is the clause order);
             they also count as candidates of the lexical score.
         units: the lexical score (:func:`lexical_units` by default).
+        whole_prior: the prior that chooses the located documents (``prior_of(query, whole=True)``; None or
+            empty: ``prior``).
 
     Returns:
         New ``NodeWithScore`` objects, best first, each with its fused score."""
     hits = scaled_scores(hits, options.score_scale)
     question_hits = scaled_scores(question_hits, options.score_scale) if question_hits else ()
-    located = located_documents(prior, options.focus_documents or 0)
+    located = located_documents(whole_prior or prior, options.focus_documents or 0)
     lexical: dict[str, float] = {}
     if options.lexical_weight > 0 and (prior or options.prior_weight == 0):  # no document named: the order given
         names = frozenset().union(*(document_index.names_of(d) for d in located))

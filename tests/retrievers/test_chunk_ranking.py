@@ -141,9 +141,10 @@ def test_a_two_word_name_finds_its_document() -> None:
     summaries = {"apron": "Services Agreement", "other": "Services Agreement with Blue Ocean and Red Apron"}
     names = {"apron": {"blue_apron": 4}, "other": {}}
     # the summaries: only "other" holds "blue" and "apron" (summary part 1.0); the names: only the pair matches
-    query = "Consider Blue Apron; who pays?"
-    assert DocumentIndex(summaries, names, name_pairs=True).prior_of(query) == {"apron": 0.5, "other": 0.5}
-    assert DocumentIndex(summaries, names).prior_of(query) == {"other": 0.5}
+    query = "Consider Blue Apron; who pays?"  # the whole prior (outside_prior=1): the match itself, not the locator's
+    assert DocumentIndex(summaries, names, name_pairs=True, outside_prior=1.0).prior_of(query) == {"apron": 0.5,
+                                                                                                  "other": 0.5}
+    assert DocumentIndex(summaries, names, outside_prior=1.0).prior_of(query) == {"other": 0.5}
 
 
 # -- persistence --------------------------------------------------------------------------------------------------
@@ -243,13 +244,13 @@ def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
     config = parse_config("default:document_retrieval.lexical_weight=0.05,document_retrieval.prior_margin=0.5,"
                           "document_retrieval.require_name_match=true,document_retrieval.name_pairs=true,"
                           "document_retrieval.locator_only=false,document_retrieval.word_parts=false,"
-                          "document_retrieval.located_prior=true")
+                          "document_retrieval.outside_prior=0.25")
     nodes: list[BaseNode] = list(corpus())
     retriever = build_retriever(config, nodes, FakeEmbedding(), 4)
     assert isinstance(retriever, DocumentAwareRetriever) and retriever.options.lexical_weight == 0.05
     assert retriever.document_index.options.model_dump() == {
         "name_weight": 0.5, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
-        "locator_only": False, "located_prior": True, "word_parts": False, "max_document_frequency": 0.02}
+        "locator_only": False, "outside_prior": 0.25, "word_parts": False, "max_document_frequency": 0.02}
     assert build_retriever(parse_config("default"), nodes, FakeEmbedding(), 4).document_index.options.model_dump()[  # type: ignore[attr-defined]
         "locator_only"] is True
     assert retriever.options.lexical_scope == "located"

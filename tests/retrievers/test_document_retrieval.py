@@ -264,10 +264,12 @@ def test_names_find_the_document_its_summary_does_not_name(tmp_path: Path) -> No
     summaries_only = DocumentIndex.from_nodes(nodes, names=False)  # no summary names Velco: no document located
     assert summaries_only.names is None and summaries_only.prior(query).tolist() == [0.0, 0.0, 0.0]
     assert DocumentIndex.from_nodes(nodes, names=False, locator_only=False).prior(query).tolist() == [1.0, 1.0, 1.0]
-    index = DocumentIndex.from_nodes(nodes, name_weight=0.5)
+    index = DocumentIndex.from_nodes(nodes, name_weight=0.5, outside_prior=1.0)
     # the text rebuilt from the overlapping chunks counts each name once per use: "Velco" twice
     assert index.names is not None and index.names["b.txt"] == {"velco": 2}
     assert index.prior(query).tolist() == [0.5, 1.0, 0.5]  # (1 - 0.5) * 1 (summaries) + 0.5 * (names: b only)
+    # the default keeps no prior outside the document the question names (Velco's: b)
+    assert DocumentIndex.from_nodes(nodes, name_weight=0.5).prior(query).tolist() == [0.0, 1.0, 0.0]
     assert DocumentIndex.from_nodes(nodes, name_weight=1.0).prior_of(query) == {"b.txt": 1.0}
     loaded = DocumentIndex.load(index.save(tmp_path / "docs.json"))
     assert (loaded.names, loaded.options.name_weight) == (index.names, 0.5)

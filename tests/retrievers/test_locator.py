@@ -253,14 +253,51 @@ def test_name_phrases_keep_the_locator_linear():
         assert all(a[1] <= b[0] for a, b in zip(found.spans, found.spans[1:]))
 
 
-def test_the_located_prior_is_kept_to_the_documents_the_question_names():
-    """The phrase "Under Osprey's NDA" shares "NDA" with every NDA summary; with located_prior only Osprey's has a
-    prior (1.0), without it the others keep their share of the match."""
+def test_outside_prior_is_the_share_of_the_prior_kept_outside_the_documents_the_question_names():
+    """The phrase "Under Osprey's NDA" shares "NDA" with every NDA summary: at outside_prior=0 only Osprey's has a
+    prior (1.0), at 1 the others keep their whole match, at 0.5 half of it."""
     query = "Under Osprey's Non-Disclosure Agreement, may I keep copies?"
-    shared = DocumentIndex(SUMMARIES, NAMES).prior_of(query)
+    shared = DocumentIndex(SUMMARIES, NAMES, outside_prior=1.0).prior_of(query)
     assert shared[OSPREY] == 1.0 and set(shared) > {OSPREY}
-    assert DocumentIndex(SUMMARIES, NAMES, located_prior=True).prior_of(query) == {OSPREY: 1.0}
-    # a question naming no document: no prior either way; two documents named: both keep theirs
-    assert not DocumentIndex(SUMMARIES, NAMES, located_prior=True).prior("May I keep copies?").any()
-    two = DocumentIndex(SUMMARIES, NAMES, located_prior=True).prior_of("Do the Acme NDA and the Kestrel MSA differ?")
+    assert DocumentIndex(SUMMARIES, NAMES).prior_of(query) == {OSPREY: 1.0}  # the default: 0
+    assert DocumentIndex(SUMMARIES, NAMES, outside_prior=0.0).prior_of(query) == {OSPREY: 1.0}
+    half = DocumentIndex(SUMMARIES, NAMES, outside_prior=0.5)
+    assert half.prior_of(query) == {d: 1.0 if d == OSPREY else p / 2 for d, p in shared.items()}
+    assert half.prior_of(query, whole=True) == shared  # what the ranking chooses its located documents by
+    # a question naming no document: no prior at any share; two documents named: both keep theirs
+    assert not DocumentIndex(SUMMARIES, NAMES, outside_prior=0.0).prior("May I keep copies?").any()
+    two = DocumentIndex(SUMMARIES, NAMES, outside_prior=0.0).prior_of("Do the Acme NDA and the Kestrel MSA differ?")
     assert set(two) == {ACME, KESTREL} and max(two.values()) == 1.0
+    with pytest.raises(ValueError, match="outside_prior"):
+        DocumentIndex(SUMMARIES, NAMES, outside_prior=1.5)
+
+
+@pytest.mark.parametrize(("share", "whole", "expected"), [
+    # doc_ids: Acme, Kestrel (the two named), Osprey, Keep; the whole prior favours Osprey, which is not named
+    (1.0, [0.6, 0.3, 1.0, 0.2], [0.6, 0.3, 1.0, 0.2]),
+    # named, kept: 0.6 / 0.6 and 0.3 / 0.6
+    (0.5, [0.6, 0.3, 1.0, 0.2], [0.5 * 0.6 + 0.5 * 1.0, 0.5 * 0.3 + 0.5 * 0.5, 0.5, 0.1]),
+    (0.0, [0.6, 0.3, 1.0, 0.2], [1.0, 0.5, 0.0, 0.0]),
+    # the named documents match nothing: 1 each once kept to them
+    (0.0, [0.0, 0.0, 1.0, 0.2], [1.0, 1.0, 0.0, 0.0]),
+    (0.5, [0.0, 0.0, 1.0, 0.2], [0.5, 0.5, 0.5, 0.1]),
+])
+def test_outside_prior_by_hand(share: float, whole: list[float], expected: list[float],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``s * P + (1 - s) * K``: P the whole prior, K the prior kept to the named documents (divided by its maximum
+    over them)."""
+    index = DocumentIndex(SUMMARIES, NAMES, outside_prior=share)
+    assert index.doc_ids == [ACME, KESTREL, OSPREY, KEEP]
+    read: list[str] = []
+
+    def match(phrases: str) -> np.ndarray:
+        read.append(phrases)
+        return np.array(whole)
+
+    monkeypatch.setattr(index, "_prior", match)
+    query = "Do the Acme NDA and the Kestrel MSA differ?"
+    assert set(index.locate(query).documents) == {ACME, KESTREL}
+    assert index.prior(query).tolist() == pytest.approx(expected, abs=1e-15)
+    assert index.prior(query, whole=True).tolist() == whole
+    assert index.prior(query).tolist() == pytest.approx(expected, abs=1e-15)  # the remembered match is not changed
+    assert len(read) == 1  # the prior and the whole prior of one query: the phrases matched once

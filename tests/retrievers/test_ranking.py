@@ -57,6 +57,49 @@ def test_the_documents_located_are_the_top_prior_ones_at_least_one() -> None:
     assert located_documents({}, 3) == []
 
 
+def test_the_share_of_the_prior_outside_the_named_documents_moves_the_fused_score_only() -> None:
+    """At outside_prior=0 only Osprey has a prior, yet the ranking still locates the two documents of highest whole
+    prior (Osprey, then Kestrel, which shares "Non-Disclosure Agreement"): the same filtered searches, the same
+    lexical scope and clause order; only Kestrel's fused scores lose prior_weight times its whole prior."""
+
+    class Spy(DocumentAwareRetriever):
+        def _dense(self, top_k: int, doc_ids: list[str] | None = None) -> Any:
+            self.searched.append(tuple(doc_ids or ()))  # type: ignore[attr-defined]
+            return super()._dense(top_k, doc_ids)
+
+    query = "Under Osprey's Non-Disclosure Agreement, how long is information kept secret?"
+    found: dict[float, dict[str, float]] = {}
+    for share in (1.0, 0.0):
+        documents = DocumentIndex.from_nodes(corpus(), outside_prior=share)
+        retriever = Spy(build(corpus()), documents, similarity_top_k=4)
+        retriever.searched = []  # type: ignore[attr-defined]
+        found[share] = {hit.node.node_id: float(hit.score or 0.0) for hit in retriever.retrieve(query)}
+        whole = documents.prior_of(query, whole=True)
+        assert located_documents(whole, 2) == ["nda-osprey.txt", "nda-kestrel.txt"]
+        # the unfiltered query, one filtered to each located document, then the question's in each
+        assert retriever.searched == [(), ("nda-osprey.txt",), ("nda-kestrel.txt",), ("nda-osprey.txt",),  # type: ignore[attr-defined]
+                                      ("nda-kestrel.txt",)]
+    kestrel = DocumentIndex.from_nodes(corpus(), outside_prior=1.0).prior_of(query)["nda-kestrel.txt"]
+    assert DocumentIndex.from_nodes(corpus(), outside_prior=0.0).prior_of(query) == {"nda-osprey.txt": 1.0}
+    assert found[0.0]["nda-osprey.txt#0"] == found[1.0]["nda-osprey.txt#0"]
+    assert found[0.0]["nda-kestrel.txt#0"] == pytest.approx(found[1.0]["nda-kestrel.txt#0"] - 0.3 * kestrel)
+    # the ranking given the kept prior alone locates Osprey only, so Kestrel's clause gets no lexical score; given
+    # the whole prior it locates both, as the retriever does
+    documents = DocumentIndex.from_nodes(corpus(), outside_prior=0.0)
+    hits = [NodeWithScore(node=node, score=0.5) for node in NODES]
+    prior, whole = documents.prior_of(query), documents.prior_of(query, whole=True)
+
+    def kestrel_clause(**whole_prior: Any) -> float | None:
+        ranked = rank(hits, query, prior, documents, RankingOptions(focus_documents=2), None, **whole_prior)
+        return {hit.node.node_id: hit.score for hit in ranked}["nda-kestrel.txt#0"]
+
+    assert kestrel_clause() == 0.5
+    assert kestrel_clause(whole_prior=whole) == pytest.approx(0.5 + 0.1 * 1.0)  # the best lexical match in scope
+    post = DocumentAwarePostprocessor(documents, top_n=4)  # one located document: the top of the whole prior
+    assert _ids(post.postprocess_nodes(list(hits), QueryBundle(query_str=query))) == _ids(
+        rank(hits, query, prior, documents, post.options, 4, whole_prior=whole))
+
+
 def test_focus_documents_resolves_by_what_is_wrapped_and_a_postprocessor_filters_nothing() -> None:
     assert DocumentAwareRetriever(build(corpus()), DOCUMENTS).options.focus_documents == 2
     assert DocumentAwareRetriever(Fixed([]), DOCUMENTS).options.focus_documents == 0

@@ -92,7 +92,7 @@ def test_the_state_changes_with_every_option_of_the_prior(tmp_path: Path, monkey
     record = IngestRecord(StoreSpec.parse(f"chroma:{tmp_path / 'store'}"), "llama-sac")
     before = document_index.record_state(record)
     changed = {"name_weight": 0.25, "name_pairs": True, "prior_margin": 0.5, "require_name_match": True,
-               "locator_only": False, "located_prior": True, "word_parts": False, "max_document_frequency": 0.05}
+               "locator_only": False, "outside_prior": 0.5, "word_parts": False, "max_document_frequency": 0.05}
     assert changed.keys() == DocumentPriorOptions.model_fields.keys()
     for name, value in changed.items():
         other = create_model("Other", __base__=DocumentPriorOptions, **{name: (type(value), value)})  # type: ignore[call-overload]
