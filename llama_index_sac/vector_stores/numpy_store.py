@@ -298,8 +298,8 @@ class NumpyVectorStore(BasePydanticVectorStore):
         absolute = top if rows is None else rows[top]
         chosen = np.lexsort((self._tie_ranks()[absolute], -scores[top]))[:k]  # by score, then document and offset
         top = top[chosen]
-        index = absolute[chosen]
-        ids = [self._ids[i] for i in index]
+        every_id, every_node = self._ids, self._nodes  # once: a private attribute of a pydantic model costs a call
+        ids = [every_id[i] for i in absolute[chosen].tolist()]
         return VectorStoreQueryResult(
-            nodes=[self._nodes[i] for i in ids], similarities=[float(scores[i]) for i in top], ids=ids
+            nodes=[every_node[i] for i in ids], similarities=scores[top].tolist(), ids=ids
         )
