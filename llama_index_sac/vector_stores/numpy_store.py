@@ -286,7 +286,12 @@ class NumpyVectorStore(BasePydanticVectorStore):
         unit = q / norm if norm else q
         # a filter scores only the rows it allows (a document filter: a few hundred rows of a large index)
         rows = self._candidates(query)
-        scores = matrix @ unit if rows is None else matrix[rows] @ unit
+        if rows is None:
+            scores = matrix @ unit
+        elif len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # one run of rows (a document): a view
+            scores = matrix[int(rows[0]):int(rows[-1]) + 1] @ unit
+        else:
+            scores = matrix[rows] @ unit
         k = min(query.similarity_top_k, len(scores))
         if k <= 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
