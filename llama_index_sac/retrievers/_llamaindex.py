@@ -1,7 +1,9 @@
 """What the retrievers need from LlamaIndex that its public API does not give, in one place: a
 ``VectorStoreIndex``'s embedding model, the index and filters a ``VectorIndexRetriever`` was made with, and a
-``VectorIndexRetriever`` that does not hash the nodes it returns (:func:`dense_retriever`), and its hits for a query
-with an embedding straight from the store (:func:`dense_search`, :func:`adense_search`).
+``VectorIndexRetriever`` that does not hash the nodes it returns (:func:`dense_retriever`), its hits for a query
+with an embedding straight from the store (:func:`dense_search`, :func:`adense_search`), and a node's id, document id
+and text as the ranking reads them for every candidate, without the properties' cost (:func:`node_id_of`,
+:func:`document_of`, :func:`text_of`).
 
 These read private attributes of llama-index-core (``VectorStoreIndex._embed_model``, ``._callback_manager``,
 ``._object_map``, ``VectorIndexRetriever._index``, ``._filters`` and ``._kwargs``), call one private method
@@ -18,11 +20,54 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
-from llama_index.core.schema import NodeWithScore, ObjectType, QueryBundle
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    ObjectType,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.vector_stores import MetadataFilters
 from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
-__all__ = ["DenseSearch", "adense_search", "dense_retriever", "dense_search", "embed_model_of", "index_of"]
+__all__ = ["DenseSearch", "adense_search", "dense_retriever", "dense_search", "document_of", "embed_model_of",
+           "index_of", "node_id_of", "text_of"]
+
+_NODE_ID, _SOURCE_NODE, _REF_DOC_ID = BaseNode.node_id, BaseNode.source_node, BaseNode.ref_doc_id
+_GET_CONTENT = TextNode.get_content
+
+
+def node_id_of(node: BaseNode) -> str:
+    """``node.node_id``: the ``id_`` field itself unless the node's class redefines ``node_id``."""
+    return node.id_ if type(node).node_id is _NODE_ID else node.node_id
+
+
+def document_of(node: BaseNode) -> str | None:
+    """``node.ref_doc_id`` (the id of the node's SOURCE relation, None without one), read from the relation itself
+    unless the node's class redefines ``ref_doc_id`` or ``source_node``: the property (deprecated in llama-index-core)
+    costs three times more, and the ranking reads it for every candidate.
+
+    Raises:
+        ValueError: the SOURCE relation is a list (as ``ref_doc_id`` does)."""
+    kind = type(node)
+    if kind.ref_doc_id is _REF_DOC_ID and kind.source_node is _SOURCE_NODE:
+        relation = node.relationships.get(NodeRelationship.SOURCE)
+        if relation is None:
+            return None
+        if isinstance(relation, RelatedNodeInfo):
+            return relation.node_id
+    return node.ref_doc_id
+
+
+def text_of(node: BaseNode) -> str:
+    """``node.get_content(metadata_mode=MetadataMode.NONE)``: a text node's ``text`` without formatting its metadata
+    first, unless its class redefines ``get_content``."""
+    if type(node).get_content is _GET_CONTENT:
+        return node.text  # type: ignore[attr-defined, no-any-return]
+    return node.get_content(metadata_mode=MetadataMode.NONE)
 
 
 class _UnhashedRetriever(VectorIndexRetriever):

@@ -104,24 +104,37 @@ def lexical_scores(question: Sequence[str], texts: Sequence[str], *, stem: bool 
     if n == 0 or not question:
         return np.zeros(n, dtype=np.float64)
     wanted = list(dict.fromkeys(stems(question) if stem else question))
-    counts: list[dict[str, int]] = []
     lengths = np.empty(n, dtype=np.float64)
-    df: Counter[str] = Counter()
+    rows: list[int] = []
+    columns: list[int] = []
+    places: list[int] = []
+    counts: list[int] = []
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"a candidate's text must be a str, got {type(text).__name__}")
         table, lengths[i] = _terms(text, stem)
-        # the question words the text holds, in the order they first occur in it (the order of the sum below)
-        kept = {w: count for _, count, w in sorted([(*table[w], w) for w in wanted if w in table])}
-        counts.append(kept)
-        df.update(kept.keys())
-    if not df:
+        for j, word in enumerate(wanted):
+            found = table.get(word)
+            if found is not None:
+                rows.append(i)
+                columns.append(j)
+                places.append(found[0])
+                counts.append(found[1])
+    if not rows:
         return np.zeros(n, dtype=np.float64)
-    idf = {w: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for w, d in df.items()}
+    tf = np.zeros((n, len(wanted)), dtype=np.float64)
+    tf[rows, columns] = counts
+    idf = np.array([math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in np.count_nonzero(tf, axis=0).tolist()])
     mean_length = float(lengths.mean()) or 1.0
     norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / mean_length)
-    scores = np.zeros(n, dtype=np.float64)
-    for i, kept in enumerate(counts):
-        scores[i] = sum(idf[w] * tf * (BM25_K1 + 1.0) / (tf + norm[i]) for w, tf in kept.items())
+    terms = idf * tf * (BM25_K1 + 1.0) / (tf + norm[:, None])  # 0 where a text lacks the word
+    # each text's sum runs over its words in the order they first occur in it, the absent words (0) last: one
+    # order of the float additions, whatever the question's word order
+    first = np.full((n, len(wanted)), len(wanted) + max(places), dtype=np.int64)
+    first[rows, columns] = places
+    terms = np.take_along_axis(terms, np.argsort(first, axis=1, kind="stable"), axis=1)
+    scores = terms[:, 0].copy()
+    for column in range(1, terms.shape[1]):
+        scores += terms[:, column]
     top = float(scores.max())
     return scores / top if top > 0 else scores

@@ -27,16 +27,21 @@ from collections.abc import Collection, Iterable, Mapping
 
 from llama_index.core.schema import NodeWithScore
 
+from llama_index_sac.retrievers._llamaindex import document_of, node_id_of
+
 __all__ = ["order_within_documents"]
 
 
-def _by_document(hits: Iterable[NodeWithScore], chosen: Collection[str]) -> dict[str, dict[str, NodeWithScore]]:
-    """document id -> node id -> the node's first hit, for the ``chosen`` documents (each present, maybe empty)."""
+def _by_document(hits: Iterable[NodeWithScore], chosen: Collection[str],
+                 known: Mapping[str, str | None]) -> dict[str, dict[str, NodeWithScore]]:
+    """document id -> node id -> the node's first hit, for the ``chosen`` documents (each present, maybe empty);
+    ``known``: node id -> document id, read from the node when missing."""
     out: dict[str, dict[str, NodeWithScore]] = {doc: {} for doc in chosen}
     for hit in hits:
-        doc = hit.node.ref_doc_id or ""
+        node_id = node_id_of(hit.node)
+        doc = (known[node_id] if node_id in known else document_of(hit.node)) or ""
         if doc in out:
-            out[doc].setdefault(hit.node.node_id, hit)
+            out[doc].setdefault(node_id, hit)
     return out
 
 
@@ -47,7 +52,8 @@ def _lowest(hits: Mapping[str, NodeWithScore]) -> float | None:
 def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[NodeWithScore],
                            question_hits: Iterable[NodeWithScore], documents: Collection[str],
                            question_weight: float, lexical: Mapping[str, float],
-                           lexical_weight: float) -> list[NodeWithScore]:
+                           lexical_weight: float, *, known: Mapping[str, str | None] | None = None
+                           ) -> list[NodeWithScore]:
     """``ranked`` (the fused answer, best first) with each place held by a chunk of one of ``documents`` refilled by
     that document's chunks in clause order (module docstring); places of other documents unchanged.
 
@@ -56,13 +62,22 @@ def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[Nod
             full query (the first hit of a node counts). question_hits: chunks with their dense score for the
             question (the question's filtered queries). documents: the located document ids. question_weight: in
             [0, 1]. lexical: node id -> the unit lexical score (missing: 0). lexical_weight: its weight.
+        known: node id -> document id (``ref_doc_id``) of nodes already read, so they are not read again; any
+            other node's is read from the node.
 
     Returns:
         A new list of the same length; each place keeps its fused ``score``."""
     chosen = set(documents)
-    if not chosen or not any(hit.node.ref_doc_id in chosen for hit in ranked):
+    if not chosen:
         return list(ranked)
-    dense, question = _by_document(candidates, chosen), _by_document(question_hits, chosen)
+    known = known or {}
+    places = []
+    for hit in ranked:
+        node_id = node_id_of(hit.node)
+        places.append(known[node_id] if node_id in known else document_of(hit.node))
+    if not any(doc in chosen for doc in places):
+        return list(ranked)
+    dense, question = _by_document(candidates, chosen, known), _by_document(question_hits, chosen, known)
     extra = lexical
     queue: dict[str, list[NodeWithScore]] = {}
     for doc in chosen:
@@ -79,8 +94,8 @@ def order_within_documents(ranked: list[NodeWithScore], candidates: Iterable[Nod
         queue[doc] = [pool[node_id] for node_id in sorted(clause, key=lambda n: (-clause[n], n))]
     out: list[NodeWithScore] = []
     taken = {doc: 0 for doc in chosen}
-    for hit in ranked:
-        doc = hit.node.ref_doc_id or ""
+    for hit, place in zip(ranked, places):
+        doc = place or ""
         if doc in chosen and taken[doc] < len(queue[doc]):
             out.append(NodeWithScore(node=queue[doc][taken[doc]].node, score=hit.score))
             taken[doc] += 1

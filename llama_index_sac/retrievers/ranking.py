@@ -25,10 +25,12 @@ order.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
-from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.core.schema import NodeWithScore
 
 from llama_index_sac.constants import COSINE_SPAN, ScoreScale
+from llama_index_sac.retrievers._llamaindex import document_of, node_id_of, text_of
 from llama_index_sac.retrievers.chunk_lexical import lexical_scores, question_tokens
 from llama_index_sac.retrievers.clause_order import order_within_documents
 from llama_index_sac.retrievers.document_index import DocumentIndex
@@ -44,10 +46,37 @@ LexicalUnits = Callable[[Sequence[NodeWithScore], str, frozenset[str], Collectio
 
 
 def _unique(hits: Iterable[NodeWithScore]) -> dict[str, NodeWithScore]:
+    """node id -> the node's first hit, in the order of first hits."""
     seen: dict[str, NodeWithScore] = {}
     for hit in hits:
-        seen.setdefault(hit.node.node_id, hit)
+        seen.setdefault(node_id_of(hit.node), hit)
     return seen
+
+
+class _Pool(NamedTuple):
+    """Distinct candidates, read once per ranking: node id -> the node's first hit, in the order of first hits, and
+    node id -> the node's document id (None: none)."""
+
+    hits: dict[str, NodeWithScore]
+    documents: dict[str, str | None]
+
+    @classmethod
+    def of(cls, hits: Iterable[NodeWithScore]) -> _Pool:
+        first = _unique(hits)
+        return cls(first, {node_id: document_of(hit.node) for node_id, hit in first.items()})
+
+    def then(self, other: _Pool) -> _Pool:
+        """The pool of ``self``'s hits followed by ``other``'s (a node already in ``self`` keeps its hit)."""
+        hits, documents = dict(self.hits), dict(self.documents)
+        for node_id, hit in other.hits.items():
+            if node_id not in hits:
+                hits[node_id] = hit
+                documents[node_id] = other.documents[node_id]
+        return _Pool(hits, documents)
+
+    def within(self, documents: Collection[str]) -> list[NodeWithScore]:
+        """The first hits of the nodes of ``documents``, in order (a node without a document counts as in "")."""
+        return [hit for node_id, hit in self.hits.items() if (self.documents[node_id] or "") in documents]
 
 
 def scaled_scores(hits: Sequence[NodeWithScore], scale: ScoreScale) -> list[NodeWithScore]:
@@ -62,11 +91,12 @@ def scaled_scores(hits: Sequence[NodeWithScore], scale: ScoreScale) -> list[Node
 
     Raises:
         ValueError: an unknown ``scale``."""
-    scores = [float(hit.score or 0.0) for hit in hits]
+    raw = [hit.score for hit in hits]
+    scores = [float(s or 0.0) for s in raw]
     if scale == "auto":
         scale = "as-is" if all(abs(s) <= 1.0 + COSINE_TOLERANCE for s in scores) else "band"
     if scale == "as-is":
-        if all(hit.score is not None for hit in hits):
+        if None not in raw:
             return list(hits)
         scaled = scores
     elif scale == "band":
@@ -92,12 +122,19 @@ def lexical_units(hits: Sequence[NodeWithScore], query: str, locator_names: Coll
     of the question (``query``: what it asks, without ``locator_names``) against the candidates' text (no
     metadata), divided by the best candidate's (:func:`~.chunk_lexical.lexical_scores`). ``scope``: only the
     candidates of these document ids are scored (None or empty: every candidate). ``stem``: compare Snowball stems."""
-    seen = _unique(hits)
+    return _lexical_units(_Pool.of(hits), query, locator_names, scope, stem=stem)
+
+
+def _lexical_units(pool: _Pool, query: str, locator_names: Collection[str], scope: Collection[str] | None, *,
+                   stem: bool = True) -> dict[str, float]:
+    """:func:`lexical_units` of the candidates in ``pool``."""
+    node_ids = list(pool.hits)
     if scope:
-        seen = {node_id: hit for node_id, hit in seen.items() if hit.node.ref_doc_id in scope}
-    texts = [hit.node.get_content(metadata_mode=MetadataMode.NONE) for hit in seen.values()]
+        wanted = set(scope)
+        node_ids = [node_id for node_id in node_ids if pool.documents[node_id] in wanted]
+    texts = [text_of(pool.hits[node_id].node) for node_id in node_ids]
     scores = lexical_scores(question_tokens(query, locator_names), texts, stem=stem)
-    return {node_id: float(s) for node_id, s in zip(seen, scores) if s > 0}
+    return {node_id: s for node_id, s in zip(node_ids, scores.tolist()) if s > 0}
 
 
 def fuse(hits: Iterable[NodeWithScore], prior: Mapping[str, float], prior_weight: float, top_k: int | None,
@@ -105,13 +142,19 @@ def fuse(hits: Iterable[NodeWithScore], prior: Mapping[str, float], prior_weight
     """``score + prior_weight * prior(document of the chunk) + lexical_weight * lexical(node id)`` for each hit (a
     node once, its first hit), best first (ties by node id), the top ``top_k`` (all with None), each a new
     ``NodeWithScore`` with the fused score. ``lexical``: unit scores (:func:`lexical_units`; missing: 0)."""
+    return _fuse(_Pool.of(hits), prior, prior_weight, top_k, lexical, lexical_weight)
+
+
+def _fuse(pool: _Pool, prior: Mapping[str, float], prior_weight: float, top_k: int | None,
+          lexical: Mapping[str, float] | None, lexical_weight: float) -> list[NodeWithScore]:
+    """:func:`fuse` of the candidates in ``pool``."""
     units = lexical or {}
-    fused = []
-    for node_id, hit in _unique(hits).items():
-        added = prior_weight * prior.get(hit.node.ref_doc_id or "", 0.0) + lexical_weight * units.get(node_id, 0.0)
-        fused.append((-((hit.score or 0.0) + added), node_id, hit))
-    fused.sort(key=lambda item: (item[0], item[1]))
-    return [NodeWithScore(node=hit.node, score=-negative) for negative, _, hit in fused[:top_k]]
+    documents = pool.documents
+    fused = [(hit.score or 0.0) + (prior_weight * prior.get(documents[node_id] or "", 0.0)
+                                   + lexical_weight * units.get(node_id, 0.0)) for node_id, hit in pool.hits.items()]
+    # best first, ties by node id; the ids are distinct, so the hit itself is never compared
+    order = sorted(zip([-f for f in fused], pool.hits, pool.hits.values()))[:top_k]
+    return [NodeWithScore(node=hit.node, score=-negative) for negative, _, hit in order]
 
 
 def rank(hits: Sequence[NodeWithScore], query: str, prior: Mapping[str, float], document_index: DocumentIndex,
@@ -136,13 +179,21 @@ def rank(hits: Sequence[NodeWithScore], query: str, prior: Mapping[str, float], 
     hits = scaled_scores(hits, options.score_scale)
     question_hits = scaled_scores(question_hits, options.score_scale) if question_hits else ()
     located = located_documents(whole_prior or prior, options.focus_documents or 0)
+    pool = _Pool.of(hits)
+    asked = _Pool.of(question_hits)
     lexical: dict[str, float] = {}
     if options.lexical_weight > 0 and (prior or options.prior_weight == 0):  # no document named: the order given
         names = frozenset().union(*(document_index.names_of(d) for d in located))
         scope = located if options.lexical_scope == "located" else None
-        lexical = units([*hits, *question_hits], document_index.locate(query).question, names, scope)
-    ranked = fuse(hits, prior, options.prior_weight, top_k, lexical, options.lexical_weight)
+        question = document_index.locate(query).question
+        if units is lexical_units:  # the candidates as already read
+            lexical = _lexical_units(pool.then(asked), question, names, scope)
+        else:
+            lexical = units([*hits, *question_hits], question, names, scope)
+    ranked = _fuse(pool, prior, options.prior_weight, top_k, lexical, options.lexical_weight)
     if not question_hits:
         return ranked
-    return order_within_documents(ranked, hits, question_hits, located, options.question_weight, lexical,
-                                  options.lexical_weight)
+    chosen = set(located)  # only the located documents' hits matter to their clause order
+    return order_within_documents(ranked, pool.within(chosen), asked.within(chosen), located,
+                                  options.question_weight, lexical, options.lexical_weight,
+                                  known={**asked.documents, **pool.documents})

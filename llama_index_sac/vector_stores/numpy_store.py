@@ -286,7 +286,12 @@ class NumpyVectorStore(BasePydanticVectorStore):
         unit = q / norm if norm else q
         # a filter scores only the rows it allows (a document filter: a few hundred rows of a large index)
         rows = self._candidates(query)
-        scores = matrix @ unit if rows is None else matrix[rows] @ unit
+        if rows is None:
+            scores = matrix @ unit
+        elif len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # one run of rows (a document): a view
+            scores = matrix[int(rows[0]):int(rows[-1]) + 1] @ unit
+        else:
+            scores = matrix[rows] @ unit
         k = min(query.similarity_top_k, len(scores))
         if k <= 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
@@ -298,8 +303,8 @@ class NumpyVectorStore(BasePydanticVectorStore):
         absolute = top if rows is None else rows[top]
         chosen = np.lexsort((self._tie_ranks()[absolute], -scores[top]))[:k]  # by score, then document and offset
         top = top[chosen]
-        index = absolute[chosen]
-        ids = [self._ids[i] for i in index]
+        every_id, every_node = self._ids, self._nodes  # once: a private attribute of a pydantic model costs a call
+        ids = [every_id[i] for i in absolute[chosen].tolist()]
         return VectorStoreQueryResult(
-            nodes=[self._nodes[i] for i in ids], similarities=[float(scores[i]) for i in top], ids=ids
+            nodes=[every_node[i] for i in ids], similarities=scores[top].tolist(), ids=ids
         )

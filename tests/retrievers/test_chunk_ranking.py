@@ -260,3 +260,46 @@ def test_the_benchmark_settings_reach_the_retriever_and_its_index() -> None:
         parse_config("default:document_retrieval.lexical_weight=-1")
     with pytest.raises(ValueError, match="lexical_scope"):
         parse_config("default:document_retrieval.lexical_scope=everything")
+
+
+def _lexical_scores_one_by_one(question: list[str], texts: list[str]) -> list[float]:
+    """The lexical score computed one candidate at a time in Python (how ``lexical_scores`` computed it before it
+    worked on arrays): each text's sum over its question words in the order they first occur in it."""
+    from collections import Counter
+
+    from llama_index_sac.retrievers.chunk_lexical import BM25_B, BM25_K1, stems
+    from llama_index_sac.retrievers.document_names import word_tokens
+
+    n = len(texts)
+    if n == 0 or not question:
+        return [0.0] * n
+    wanted = list(dict.fromkeys(stems(question)))
+    counts, lengths, df = [], [], Counter[str]()
+    for text in texts:
+        words = stems(word_tokens(text))
+        table = {w: (place, count) for place, (w, count) in enumerate(Counter(words).items())}
+        lengths.append(float(len(words)))
+        kept = {w: count for _, count, w in sorted([(*table[w], w) for w in wanted if w in table])}
+        counts.append(kept)
+        df.update(kept.keys())
+    if not df:
+        return [0.0] * n
+    idf = {w: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for w, d in df.items()}
+    mean_length = float(np.asarray(lengths).mean()) or 1.0
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * np.asarray(lengths) / mean_length)
+    scores = np.zeros(n)
+    for i, kept in enumerate(counts):
+        scores[i] = sum(idf[w] * tf * (BM25_K1 + 1.0) / (tf + norm[i]) for w, tf in kept.items())
+    top = float(scores.max())
+    return (scores / top if top > 0 else scores).tolist()
+
+
+WORDS = ["copy", "copies", "notice", "terminate", "termination", "party", "secret", "the", "of", "Acme", "zebra"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(question=st.lists(st.sampled_from(WORDS), max_size=6),
+       texts=st.lists(st.lists(st.sampled_from(WORDS), max_size=25).map(" ".join), max_size=12))
+def test_lexical_scores_are_the_one_by_one_sums_to_the_bit(question: list[str], texts: list[str]) -> None:
+    wanted = [w.lower() for w in question if w not in ("the", "of")]
+    assert lexical_scores(wanted, texts).tolist() == _lexical_scores_one_by_one(wanted, texts)

@@ -73,6 +73,13 @@ def test_a_located_documents_places_are_refilled_in_clause_order_hand_worked() -
     # no located document in the answer, or none given: unchanged
     assert ids(order_within_documents(ranked, candidates, asked, ["c"], 0.5, {}, 0.0)) == ids(ranked)
     assert ids(order_within_documents(ranked, candidates, asked, [], 0.5, {}, 0.0)) == ids(ranked)
+    # the documents already read (known) are not read again: the same answer; a node's known document is the one used
+    known = {"a#1": "a", "a#2": "a", "a#3": "a", "b#1": "b"}
+    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 0.5, {}, 0.0, known=known)) == [
+        ("a#3", 0.9), ("b#1", 0.85), ("a#1", 0.8)]
+    moved = {**known, "a#3": "b"}  # a#3 counted in b: a's pool is a#1 0.65, a#2 0.6
+    assert ids(order_within_documents(ranked, candidates, asked, ["a"], 0.5, {}, 0.0, known=moved)) == [
+        ("a#1", 0.9), ("b#1", 0.85), ("a#2", 0.8)]
 
 
 @settings(max_examples=80, deadline=None)

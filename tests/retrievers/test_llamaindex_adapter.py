@@ -12,7 +12,15 @@ import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
-from llama_index.core.schema import IndexNode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+from llama_index.core.schema import (
+    IndexNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
@@ -22,8 +30,11 @@ from llama_index_sac.retrievers._llamaindex import (
     adense_search,
     dense_retriever,
     dense_search,
+    document_of,
     embed_model_of,
     index_of,
+    node_id_of,
+    text_of,
 )
 from tests.conftest import FakeEmbedding
 
@@ -130,3 +141,52 @@ def test_an_index_class_with_its_own_as_retriever_gets_its_own() -> None:
     assert type(dense_retriever(index, similarity_top_k=4)) is VectorIndexRetriever
     assert len(dense_search(index, bundle, similarity_top_k=4)) == 1
     assert len(dense_search(plain, bundle, similarity_top_k=4)) == 4
+
+
+# -- a node's id, document id and text as the ranking reads them ---------------------------------------------------
+
+
+def _sourced(node_id: str, doc: str | None, text: str = "the text") -> TextNode:
+    node = TextNode(id_=node_id, text=text, metadata={"title": "Shown to embedders"})
+    if doc is not None:
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc)
+    return node
+
+
+def test_node_id_document_and_text_are_the_properties_values() -> None:
+    node = _sourced("nda#3", "nda.txt", "Clause 3. Copies.")
+    assert (node_id_of(node), document_of(node), text_of(node)) == ("nda#3", "nda.txt", "Clause 3. Copies.")
+    assert text_of(node) == node.get_content(metadata_mode=MetadataMode.NONE)
+    assert "Shown to embedders" in node.get_content(metadata_mode=MetadataMode.ALL)  # the metadata stays out
+    orphan = _sourced("loose#0", None)
+    assert document_of(orphan) is None and orphan.ref_doc_id is None  # no SOURCE relation: no document
+    other = _sourced("nda#4", "nda.txt")
+    other.relationships[NodeRelationship.PARENT] = RelatedNodeInfo(node_id="nda#0")
+    assert document_of(other) == "nda.txt"  # only the SOURCE relation names the document
+    listed = _sourced("bad#0", None)
+    listed.relationships[NodeRelationship.SOURCE] = [RelatedNodeInfo(node_id="a"), RelatedNodeInfo(node_id="b")]
+    with pytest.raises(ValueError, match="single RelatedNodeInfo"):
+        _ = listed.ref_doc_id
+    with pytest.raises(ValueError, match="single RelatedNodeInfo"):
+        document_of(listed)  # the property's error, not a silent None
+
+
+def test_a_node_class_that_redefines_them_is_asked() -> None:
+    class Renamed(TextNode):
+        @property  # type: ignore[misc]
+        def node_id(self) -> str:
+            return "renamed:" + self.id_
+
+        @property
+        def ref_doc_id(self) -> str | None:
+            return "always.txt"
+
+        def get_content(self, metadata_mode: MetadataMode = MetadataMode.NONE) -> str:
+            return self.text.upper()
+
+    node = Renamed(id_="x#0", text="lower")
+    node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="source.txt")
+    assert (node_id_of(node), document_of(node), text_of(node)) == ("renamed:x#0", "always.txt", "LOWER")
+    image = IndexNode(id_="i#0", text="an index node", index_id="other")
+    image.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="i.txt")
+    assert (node_id_of(image), document_of(image), text_of(image)) == ("i#0", "i.txt", "an index node")

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from llama_index_sac import DocumentAwarePostprocessor, DocumentAwareRetriever, DocumentIndex
 from llama_index_sac.retrievers.options import DocumentPriorOptions, RankingOptions
-from llama_index_sac.retrievers.ranking import located_documents, rank
+from llama_index_sac.retrievers.ranking import _Pool, fuse, lexical_units, located_documents, rank
 from llama_index_sac.settings import DocumentRetrievalSettings
 from tests.retrievers.test_document_retrieval import build, corpus
 from tests.retrievers.test_document_retrieval_api import QUESTION, Fixed
@@ -137,3 +137,55 @@ def test_every_option_is_declared_once_and_reaches_the_settings_and_the_command_
 def test_the_results_of_0_2_read_their_max_name_frequency() -> None:
     recorded = DocumentRetrievalSettings.model_validate({"max_name_frequency": 0.03, "focus_documents": 2})
     assert recorded.max_document_frequency == 0.03 and recorded.focus_documents == 2
+
+
+# -- the candidates read once: first hits, documents, the fused order -----------------------------------------------
+
+
+def _hit(node_id: str, doc: str | None, score: float | None) -> NodeWithScore:
+    node = TextNode(id_=node_id, text=f"text of {node_id}")
+    if doc is not None:
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc)
+    return NodeWithScore(node=node, score=score)
+
+
+def test_fuse_hand_worked_ties_by_node_id_none_scores_duplicates_and_every_place() -> None:
+    found = [_hit("a#2", "a", 0.5), _hit("b#1", "b", None), _hit("a#1", "a", 0.5), _hit("a#2", "a", 0.9),
+             _hit("c#1", "c", 0.2), _hit("x#1", None, 0.35)]
+    prior, lexical = {"a": 0.5, "c": 1.0, "": 9.0}, {"b#1": 1.0, "a#2": 0.0}
+    # a#2 0.5 + 0.2 * 0.5 = 0.6 (its second hit, 0.9, does not count); a#1 the same: ties by node id;
+    # c#1 0.2 + 0.2 * 1.0 = 0.4; x#1 (no document: the prior of "") 0.35 + 0.2 * 9.0 = 2.15; b#1 None: 0 + 0.1 * 1.0
+    every = fuse(found, prior, 0.2, None, lexical, 0.1)
+    assert [h.node.node_id for h in every] == ["x#1", "a#1", "a#2", "c#1", "b#1"]
+    assert [h.score for h in every] == pytest.approx([2.15, 0.6, 0.6, 0.4, 0.1])
+    assert [h.node.node_id for h in fuse(found, prior, 0.2, 2, lexical, 0.1)] == ["x#1", "a#1"]
+    assert fuse(found, prior, 0.2, 0, lexical, 0.1) == [] and fuse([], prior, 0.2, None) == []
+    assert [(h.node.node_id, h.score) for h in fuse(found, {}, 0.0, None)] == [
+        ("a#1", 0.5), ("a#2", 0.5), ("x#1", 0.35), ("c#1", 0.2), ("b#1", 0.0)]  # no weight: the scores as given
+
+
+def test_a_pool_keeps_each_nodes_first_hit_and_its_document() -> None:
+    first, again, loose = _hit("a#1", "a", 0.4), _hit("a#1", "a", 0.9), _hit("x#1", None, 0.3)
+    pool = _Pool.of([first, _hit("b#1", "b", None), again, loose])
+    assert list(pool.hits) == ["a#1", "b#1", "x#1"] and pool.hits["a#1"] is first
+    assert pool.documents == {"a#1": "a", "b#1": "b", "x#1": None}
+    asked = _Pool.of([_hit("c#1", "c", 0.8), again, _hit("b#2", "b", 0.1)])
+    joined = pool.then(asked)  # the pool of [*pool's hits, *asked's hits]
+    assert list(joined.hits) == ["a#1", "b#1", "x#1", "c#1", "b#2"] and joined.hits["a#1"] is first
+    assert joined.documents == {"a#1": "a", "b#1": "b", "x#1": None, "c#1": "c", "b#2": "b"}
+    assert [h.node.node_id for h in joined.within({"b", ""})] == ["b#1", "x#1", "b#2"]  # no document counts as ""
+    assert _Pool.of([]) == _Pool({}, {}) and pool.within(set()) == []
+
+
+def test_the_lexical_units_of_a_pool_are_those_of_the_hits() -> None:
+    found = [_hit("a#1", "a", 0.4), _hit("a#2", "a", 0.3), _hit("a#1", "a", 0.1), _hit("b#1", "b", 0.2)]
+    for hit, text in zip(found, ["copies copies", "notices", "zebra", "copies"]):
+        assert isinstance(hit.node, TextNode)
+        hit.node.text = text  # the third hit repeats a#1: its text is not read
+    # stems "keep" (in no text) and "copi"; a#1's first hit: 2 words, copi twice; b#1 1 word; mean length 4/3; the
+    # same idf cancels: a#1 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 1.5)), b#1 2.5 / (1 + 1.5 * (0.25 + 0.75 * 0.75))
+    expected = (2.5 / 2.21875) / (5 / 4.0625)
+    assert lexical_units(found, "who keeps copies?") == {"a#1": 1.0, "b#1": pytest.approx(expected)}
+    assert lexical_units(found, "who keeps copies?", scope=["b"]) == {"b#1": 1.0}
+    assert lexical_units(found, "notices?", scope=["a"]) == {"a#2": 1.0}
+    assert lexical_units(found, "zebra?") == {}

@@ -150,3 +150,30 @@ def test_a_pickled_store_keeps_its_nodes_and_answers_the_same() -> None:
     a, b = store.query(query), again.query(query)
     assert len(a.ids or []) == 10 and a.ids == b.ids and a.similarities == b.similarities
     assert [n.get_content() for n in again.get_nodes(node_ids=["n1"])] == ["chunk 1"]
+
+
+def test_a_document_filter_scores_its_rows_as_the_whole_store_does() -> None:
+    """A document whose rows are one run (a view of the matrix) or split (added in two batches): each hit's score and
+    the order are those of the unfiltered query over the same rows, to the bit."""
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter
+
+    nodes = _nodes(60, 24, seed=11)
+    for i, node in enumerate(nodes):  # a: rows 0-19 (one run); b: rows 20-39 and 50-59 (split); c: rows 40-49
+        doc = "a" if i < 20 else "c" if 40 <= i < 50 else "b"
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc)
+    store = NumpyVectorStore()
+    store.add(nodes[:40])
+    store.add(nodes[40:])
+    q = np.random.default_rng(8).normal(size=24).tolist()
+    every = store.query(VectorStoreQuery(query_embedding=q, similarity_top_k=60))
+    assert every.ids is not None and every.similarities is not None
+    score = dict(zip(every.ids, every.similarities))
+    for docs in (["a"], ["b"], ["c", "a"]):
+        only = MetadataFilters(filters=[MetadataFilter(key="ref_doc_id", value=docs, operator=FilterOperator.IN)])
+        got = store.query(VectorStoreQuery(query_embedding=q, similarity_top_k=7, filters=only))
+        assert got.ids is not None and got.similarities is not None
+        kept = [node_id for node_id in every.ids if store.get_nodes([node_id])[0].ref_doc_id in docs]
+        assert got.ids == kept[:7]  # the whole store's order among the document's rows
+        assert got.similarities == [score[node_id] for node_id in got.ids]  # the same float32 sums
+        assert all(type(s) is float for s in got.similarities)
