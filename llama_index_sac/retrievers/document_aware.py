@@ -203,15 +203,10 @@ class DocumentAwareRetriever(BaseRetriever):
 
     def _prepare(self, query_bundle: QueryBundle) -> tuple[dict[str, float], dict[str, float]]:
         """Check the query; the prior of its documents and the whole prior, which chooses the located documents
-        (:meth:`DocumentIndex.prior`: the same unless ``outside_prior < 1``; the prior when the whole one is empty,
-        its named documents matching nothing; both empty with ``prior_weight=0``)."""
+        (:meth:`DocumentIndex.priors_of`; both empty with ``prior_weight=0``)."""
         if query_bundle.embedding is None and not query_bundle.query_str.strip():
             raise ValueError("the query is empty: there is nothing to embed or to match against the documents")
-        if self.options.prior_weight <= 0:
-            return {}, {}
-        query, index = query_bundle.query_str, self.document_index
-        prior = index.prior_of(query)
-        return prior, (prior if index.options.outside_prior >= 1.0 else index.prior_of(query, whole=True) or prior)
+        return self.document_index.priors_of(query_bundle.query_str) if self.options.prior_weight > 0 else ({}, {})
 
     def _focus(self, whole: dict[str, float]) -> list[str]:
         """The focus documents (by the whole prior): one dense query filtered to each (each can fill the answer)."""

@@ -405,3 +405,15 @@ class DocumentIndex:
         """:meth:`prior` as ``{doc_id: prior}`` for the documents with a positive prior (``whole`` as there)."""
         values = self.prior(query, whole=whole)
         return {self.doc_ids[i]: float(values[i]) for i in np.flatnonzero(values > 0)}
+
+    def priors_of(self, query: str) -> tuple[dict[str, float], dict[str, float]]:
+        """``(prior, whole)``: :meth:`prior_of` the query, and the whole prior by which the ranking chooses its
+        located documents (``prior_of(query, whole=True)``; the prior itself with ``outside_prior=1``, or when the
+        whole prior is 0 everywhere because the named documents match nothing).
+
+        Raises:
+            TypeError: ``query`` is not a str."""
+        prior = self.prior_of(query)
+        if self.options.outside_prior >= 1.0:
+            return prior, prior
+        return prior, self.prior_of(query, whole=True) or prior

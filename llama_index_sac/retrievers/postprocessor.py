@@ -71,9 +71,5 @@ class DocumentAwarePostprocessor(BaseNodePostprocessor):
         if query_bundle is None:
             raise ValueError("DocumentAwarePostprocessor needs the query (query_bundle or query_str)")
         query = query_bundle.query_str
-        prior = whole = {}
-        if self.options.prior_weight > 0:
-            prior = self._document_index.prior_of(query)
-            whole = prior if self._document_index.options.outside_prior >= 1.0 else self._document_index.prior_of(
-                query, whole=True) or prior
+        prior, whole = self._document_index.priors_of(query) if self.options.prior_weight > 0 else ({}, {})
         return rank(nodes, query, prior, self._document_index, self.options, self.top_n, whole_prior=whole)
